@@ -1,0 +1,53 @@
+package isb
+
+// Backend is the storage of one topic. isb/memory, isb/mmap and
+// isb/jetstream implement it; [NewTopic] wraps it with routing, consumer
+// groups, commits, capacity and wake-ups, so a Backend only stores.
+//
+// Offsets in a Log start at 0 and are contiguous: Append of n items at tail t
+// stores them at t..t+n-1.
+type Backend[T any] interface {
+	// Open prepares storage for the named topic with the given number of
+	// partitions and recovers whatever durable storage holds. NewTopic calls
+	// it exactly once, before any other method.
+	Open(topic string, partitions int) error
+	// Partition returns the log of partition p, 0 <= p < partitions.
+	Partition(p int) Log[T]
+	// Groups returns the consumer groups whose commits the storage holds
+	// (recovered from disk or created in this process). Capacity and
+	// retention account for every one of them.
+	Groups() []string
+	// Close flushes and releases the storage. Topic.Close calls it once.
+	Close() error
+}
+
+// Log is one partition of a Backend.
+//
+// The topic calls Append from one goroutine at a time per partition. Read,
+// Head and Tail may run concurrently with Append and with each other, and
+// must not take the lock that Append holds.
+type Log[T any] interface {
+	// Append stores items at the tail and returns the offset of the first.
+	// On error nothing of items is visible to readers. A durable backend
+	// returns only after items are flushed as its flush policy requires.
+	Append(items []T) (first int64, err error)
+	// Read returns up to max items starting at offset, Head() <= offset <
+	// Tail(). It may return fewer (for example at a segment boundary) but at
+	// least one. It may return a slice that aliases storage, or decode into
+	// buf (len(buf) >= max) and return buf[:n]. The result is valid until the
+	// caller's next Read or until offset is released.
+	Read(offset int64, max int, buf []T) ([]T, error)
+	// Head is the earliest retained offset.
+	Head() int64
+	// Tail is the offset the next Append will use; items below it are readable.
+	Tail() int64
+	// Commit records that group has consumed every offset below offset.
+	// Durable storage persists it before returning.
+	Commit(group string, offset int64) error
+	// Committed returns the stored commit of group, or (Head(), false) when
+	// the group has none.
+	Committed(group string) (offset int64, ok bool)
+	// Release tells storage that every known group has committed below
+	// offset; storage may recycle or delete what lies below it.
+	Release(offset int64) error
+}

@@ -1,0 +1,28 @@
+// Package isb is runnel's inter-step buffer: a partitioned buffer queue that
+// the pipeline uses between vertices and that also stands on its own.
+//
+// A [Topic] has a name, an element type T and N partitions. A [Producer]
+// routes every item (also inside a batch) to one partition: round-robin by
+// default, or by a numeric or string key ([Router]). Offsets are per
+// partition, int64 and strictly increasing.
+//
+// Consumer groups read a topic independently. A group's consumers split the
+// partitions between them (consumers <= partitions, the extra partitions to
+// the first consumers); a consumer with several partitions reads them
+// round-robin and skips the empty ones. A [PullConsumer] returns a [Batch]
+// of one partition. Progress is committed automatically on the next Pull, or
+// manually with Commit (the last batch) and CommitTo (everything below an
+// offset). Commits are idempotent, never move backwards and never pass what
+// was delivered. A [PushConsumer] calls a handler with batches from N
+// goroutines.
+//
+// Capacity is optional and shared by a topic's partitions. It is released as
+// the minimum committed offset over all known groups advances. When a topic
+// is full, producers wait in FIFO order ([FullWait]) or fail with [ErrFull]
+// ([FullFail]).
+//
+// The storage is a [Backend]: isb/memory (the fast default), isb/mmap
+// (durable, memory-mapped files) and isb/jetstream (remote). Storage
+// packages depend on isb, never the reverse; each offers a constructor that
+// returns a *Topic[T].
+package isb

@@ -1,0 +1,68 @@
+package isb
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+)
+
+// Sentinel errors. Every error returned by this package and by its storage
+// backends matches one of these with errors.Is, or is one of the typed errors
+// below.
+var (
+	// ErrFull is returned under FullFail when the topic has no room for
+	// the whole batch (nothing of the batch is stored).
+	ErrFull = errors.New("isb: topic is full")
+	// ErrClosed is returned by calls on a closed topic, producer or consumer.
+	ErrClosed = errors.New("isb: closed")
+	// ErrInvalidOption is matched by every *OptionError.
+	ErrInvalidOption = errors.New("isb: invalid option")
+	// ErrInvalidKey is returned when a routing key cannot be mapped to a
+	// partition (NaN, an infinity, a fraction, or a selector result out of range).
+	ErrInvalidKey = errors.New("isb: invalid routing key")
+	// ErrGroupInUse is returned when consumers are created for a group that
+	// already has running consumers.
+	ErrGroupInUse = errors.New("isb: consumer group already has consumers")
+	// ErrNotAssigned is returned by CommitTo for a partition the consumer does not own.
+	ErrNotAssigned = errors.New("isb: partition not assigned to this consumer")
+	// ErrCommitBeyondDelivered is returned by CommitTo for an offset past
+	// what the consumer has been delivered.
+	ErrCommitBeyondDelivered = errors.New("isb: commit beyond delivered offset")
+	// ErrUnknownTopic is returned by a Registry lookup of a name never registered.
+	ErrUnknownTopic = errors.New("isb: unknown topic")
+	// ErrTopicExists is returned when a name is registered twice.
+	ErrTopicExists = errors.New("isb: topic already registered")
+	// ErrWrongType is matched by every *TypeError.
+	ErrWrongType = errors.New("isb: topic element type mismatch")
+	// ErrCorrupt is matched by storage errors that report damaged data.
+	ErrCorrupt = errors.New("isb: corrupt data")
+)
+
+// OptionError reports an option that failed validation. It names the option.
+type OptionError struct {
+	Option string // e.g. "Partitions"
+	Value  any    // the rejected value
+	Reason string // e.g. "must be at least 1"
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("isb: option %s: %s (got %v)", e.Option, e.Reason, e.Value)
+}
+
+// Is makes errors.Is(err, ErrInvalidOption) true.
+func (e *OptionError) Is(target error) bool { return target == ErrInvalidOption }
+
+// TypeError reports a registry lookup whose element type differs from the
+// registered topic's.
+type TypeError struct {
+	Topic string
+	Want  reflect.Type // the type asked for
+	Got   reflect.Type // the type the topic was registered with
+}
+
+func (e *TypeError) Error() string {
+	return fmt.Sprintf("isb: topic %q holds %v, not %v", e.Topic, e.Got, e.Want)
+}
+
+// Is makes errors.Is(err, ErrWrongType) true.
+func (e *TypeError) Is(target error) bool { return target == ErrWrongType }
