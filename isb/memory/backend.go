@@ -1,0 +1,111 @@
+package memory
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/runnel-dev/runnel/isb"
+)
+
+// Backend is the in-memory storage of one topic; it implements
+// [isb.Backend]. Create it with New and hand it to isb.NewTopic, or let
+// NewTopic do both.
+type Backend[T any] struct {
+	cfg config
+
+	mu     sync.Mutex
+	topic  string
+	logs   []*Log[T] // set once by Open, read-only afterwards
+	groups map[string]struct{}
+	closed bool
+}
+
+var _ isb.Backend[int] = (*Backend[int])(nil)
+
+// New validates opts and returns an unopened Backend. An invalid option is
+// an *isb.OptionError naming it.
+func New[T any](opts ...Option) (*Backend[T], error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Backend[T]{cfg: cfg, groups: make(map[string]struct{})}, nil
+}
+
+// NewTopic returns a topic named name on a new memory Backend with the
+// default storage options; opts are the topic's (partitions, capacity, full
+// mode). To set storage options as well, create the backend yourself:
+//
+//	b, err := memory.New[T](memory.SegmentSize(1024))
+//	...
+//	t, err := isb.NewTopic(name, b, isb.Partitions(4))
+func NewTopic[T any](name string, opts ...isb.TopicOption) (*isb.Topic[T], error) {
+	b, err := New[T]()
+	if err != nil {
+		return nil, err
+	}
+	return isb.NewTopic(name, b, opts...)
+}
+
+// Open creates the topic's empty partitions. A Backend can be opened once.
+func (b *Backend[T]) Open(topic string, partitions int) error {
+	if partitions < 1 {
+		return &isb.OptionError{Option: "Partitions", Value: partitions, Reason: "must be at least 1"}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.logs != nil || b.closed {
+		return fmt.Errorf("%w: opening topic %q, already holding %q", ErrOpened, topic, b.topic)
+	}
+	b.topic = topic
+	logs := make([]*Log[T], partitions)
+	for p := range logs {
+		logs[p] = newLog[T](topic, p, b.cfg, b.addGroup)
+	}
+	b.logs = logs
+	return nil
+}
+
+// Partition returns the log of partition p. It panics when p is not in
+// [0, partitions) or the Backend is not open: the topic never does that.
+func (b *Backend[T]) Partition(p int) isb.Log[T] { return b.Log(p) }
+
+// Log is Partition with the concrete type, for callers (and tests) that
+// want the memory log itself.
+func (b *Backend[T]) Log(p int) *Log[T] {
+	if p < 0 || p >= len(b.logs) {
+		panic(fmt.Sprintf("memory: topic %q: partition %d outside [0, %d)", b.topic, p, len(b.logs)))
+	}
+	return b.logs[p]
+}
+
+// Groups returns, sorted, the groups that have committed on any partition.
+func (b *Backend[T]) Groups() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	gs := make([]string, 0, len(b.groups))
+	for g := range b.groups {
+		gs = append(gs, g)
+	}
+	slices.Sort(gs)
+	return gs
+}
+
+func (b *Backend[T]) addGroup(group string) {
+	b.mu.Lock()
+	b.groups[group] = struct{}{}
+	b.mu.Unlock()
+}
+
+// Close makes every later Append, Read, Commit and Release fail with an
+// error matching isb.ErrClosed. It is idempotent.
+func (b *Backend[T]) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	for _, l := range b.logs {
+		l.close()
+	}
+	return nil
+}

@@ -1,0 +1,43 @@
+// Package memory is the in-memory storage of the isb: runnel's fast,
+// production default. It implements [isb.Backend]; [NewTopic] returns a
+// ready *isb.Topic backed by it.
+//
+// # Layout
+//
+// Each partition is a log of fixed-size segments (SegmentSize items each).
+// The log grows by one segment at a time under load and recycles segments
+// that every known consumer group has committed: [Log.Release] moves the
+// head, and the next time the writer needs a segment it takes back every
+// segment lying wholly below the head, clears it (so values it referenced can
+// be collected) and keeps up to MaxFreeSegments of them on a free list for
+// reuse. A producer that keeps pace with its consumers therefore reuses the
+// same few segments and allocates nothing.
+//
+// # Concurrency
+//
+// The topic serialises Append per partition; Read, Head, Tail, Commit,
+// Committed and Release never take a lock that Append holds. The writer fills
+// slots first and then publishes the new tail with an atomic store; a reader
+// loads the tail atomically and only then looks at slots below it, so it
+// always sees complete items. Segments are found through a power-of-two ring
+// of atomic segment pointers indexed by offset/SegmentSize: a Read costs one
+// division and three atomic loads, whatever the number of segments and
+// without any per-reader state. The ring only grows (by doubling, when more
+// segments are live than it has slots); readers holding an older ring still
+// find every live segment in it.
+//
+// # Aliasing
+//
+// Read returns a slice of the segment itself: no copy, no allocation, and
+// never crossing a segment boundary (a pull may therefore return fewer items
+// than asked for at a boundary). The slice is valid until the consumer's next
+// Pull or Commit: after that its group may release the offsets and the
+// segment may be recycled and overwritten. Copy what must live longer. The
+// slice's capacity is clipped to its length, so appending to it copies
+// instead of writing into storage.
+//
+// # Commits
+//
+// Commits are kept in memory only: a restarted process starts empty.
+// [Backend.Groups] lists every group that has committed on any partition.
+package memory

@@ -1,0 +1,37 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors of the memory storage, matched with errors.Is.
+var (
+	// ErrOffset is matched by every *OffsetError: an offset outside what the
+	// log holds (below the head, at or past the tail) or one that was
+	// released while it was being read.
+	ErrOffset = errors.New("memory: offset out of range")
+	// ErrReadSize is returned by a Read asking for fewer than one item.
+	ErrReadSize = errors.New("memory: read size must be at least 1")
+	// ErrOpened is returned when a Backend is opened a second time: a
+	// Backend stores exactly one topic.
+	ErrOpened = errors.New("memory: backend already opened")
+)
+
+// OffsetError reports an offset a log cannot serve or accept.
+type OffsetError struct {
+	Topic     string
+	Partition int
+	Op        string // "read", "commit" or "release"
+	Offset    int64  // the offending offset
+	Head      int64  // the log's head when the call was made
+	Tail      int64  // the log's tail when the call was made
+}
+
+func (e *OffsetError) Error() string {
+	return fmt.Sprintf("memory: topic %q partition %d: %s at offset %d outside [%d, %d]",
+		e.Topic, e.Partition, e.Op, e.Offset, e.Head, e.Tail)
+}
+
+// Is makes errors.Is(err, ErrOffset) true.
+func (e *OffsetError) Is(target error) bool { return target == ErrOffset }

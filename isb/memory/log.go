@@ -1,0 +1,228 @@
+package memory
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/runnel-dev/runnel/isb"
+)
+
+// Log is one partition of a memory Backend; it implements [isb.Log].
+//
+// Offsets start at 0. Item o lives in segment o/SegmentSize at slot
+// o%SegmentSize. The topic calls Append from one goroutine at a time; every
+// other method is safe for concurrent use and lock-free with respect to
+// Append.
+type Log[T any] struct {
+	topic     string
+	partition int
+	size      int64 // items per segment
+	maxFree   int
+	onGroup   func(group string) // tells the backend a group committed here
+
+	tail    atomic.Int64 // next offset to append; items below it are readable
+	head    atomic.Int64 // released: every known group committed below it
+	ring    atomic.Pointer[ring[T]]
+	closed  atomic.Bool
+	commits commits
+
+	// w is the writer's private state. Only Append (through nextSegment)
+	// touches it, and the topic serialises Append, so it needs no lock.
+	w struct {
+		cur   *segment[T] // segment being filled; nil before the first Append
+		num   int64       // cur's segment number
+		fill  int         // items written into cur
+		tail  int64       // private copy of tail
+		first int64       // number of the oldest segment still in the ring
+		free  []*segment[T]
+	}
+}
+
+func newLog[T any](topic string, partition int, cfg config, onGroup func(string)) *Log[T] {
+	l := &Log[T]{
+		topic:     topic,
+		partition: partition,
+		size:      int64(cfg.segmentSize),
+		maxFree:   cfg.maxFree,
+		onGroup:   onGroup,
+	}
+	l.ring.Store(newRing[T](1))
+	l.w.free = make([]*segment[T], 0, cfg.maxFree)
+	return l
+}
+
+// Append stores items at the tail and returns the offset of the first. The
+// items are copied into segments; they become visible to Read all at once,
+// when the new tail is published. It allocates only when it needs a segment
+// and the free list is empty.
+func (l *Log[T]) Append(items []T) (first int64, err error) {
+	if l.closed.Load() {
+		return 0, l.closedError()
+	}
+	w := &l.w
+	first = w.tail
+	for rest := items; len(rest) > 0; {
+		if w.cur == nil || w.fill == len(w.cur.items) {
+			l.nextSegment()
+		}
+		n := copy(w.cur.items[w.fill:], rest)
+		w.fill += n
+		rest = rest[n:]
+	}
+	w.tail += int64(len(items))
+	// Publishing the tail last is what makes the slots above safe to read
+	// without a lock: a reader that sees the new tail sees their contents.
+	l.tail.Store(w.tail)
+	return first, nil
+}
+
+// nextSegment makes the segment after cur (or segment 0) current: it first
+// recycles every segment lying wholly below the head, so a writer that keeps
+// pace with its consumers reuses them instead of allocating.
+func (l *Log[T]) nextSegment() {
+	w := &l.w
+	num := int64(0)
+	if w.cur != nil {
+		num = w.num + 1
+	}
+	r := l.ring.Load()
+	l.recycle(r, num)
+	var seg *segment[T]
+	if k := len(w.free); k > 0 {
+		seg = w.free[k-1]
+		w.free[k-1] = nil
+		w.free = w.free[:k-1]
+	} else {
+		seg = &segment[T]{items: make([]T, l.size)}
+	}
+	seg.base.Store(num * l.size)
+	if num-w.first >= int64(len(r.slots)) {
+		r = l.grow(r, num)
+	}
+	r.slot(num).Store(seg)
+	w.cur, w.num, w.fill = seg, num, 0
+}
+
+// recycle takes every segment before segment number upto whose items are all
+// below the head out of the ring. Every known group has committed past them,
+// and a group created later starts at Head(), so no reader may touch them
+// again. Up to maxFree go to the free list, cleared so that the garbage
+// collector can reclaim what their items referenced; the rest are dropped.
+func (l *Log[T]) recycle(r *ring[T], upto int64) {
+	w := &l.w
+	head := l.head.Load()
+	for w.first < upto && (w.first+1)*l.size <= head {
+		slot := r.slot(w.first)
+		seg := slot.Load()
+		slot.Store(nil)
+		seg.base.Store(-1)
+		if len(w.free) < l.maxFree {
+			clear(seg.items)
+			w.free = append(w.free, seg)
+		}
+		w.first++
+	}
+}
+
+// grow publishes a ring with room for the live segments first..num. The old
+// ring stays valid for readers that loaded it.
+func (l *Log[T]) grow(old *ring[T], num int64) *ring[T] {
+	r := newRing[T](2 * (num - l.w.first + 1))
+	for n := l.w.first; n < num; n++ {
+		r.slot(n).Store(old.slot(n).Load())
+	}
+	l.ring.Store(r)
+	return r
+}
+
+// Read returns up to max items from offset, Head() <= offset < Tail(). The
+// result is a slice of the segment itself (buf is not used): no copy, no
+// allocation, never crossing a segment boundary, so it may hold fewer than
+// max items. It is valid until offset is released (for a consumer: until its
+// next Pull or Commit). Its capacity equals its length.
+//
+// Cost: two atomic loads for the bounds, then one division and two atomic
+// loads to find the segment, whatever the number of segments.
+func (l *Log[T]) Read(offset int64, max int, _ []T) ([]T, error) {
+	if l.closed.Load() {
+		return nil, l.closedError()
+	}
+	// Load the tail before the head and the ring: the ring may only have
+	// gained the segment of a slot below the tail before the tail was stored.
+	tail := l.tail.Load()
+	head := l.head.Load()
+	if offset < head || offset >= tail {
+		return nil, l.offsetError("read", offset, head, tail)
+	}
+	if max < 1 {
+		return nil, fmt.Errorf("%w: topic %q partition %d: read of %d items", ErrReadSize, l.topic, l.partition, max)
+	}
+	num := offset / l.size
+	base := num * l.size
+	seg := l.ring.Load().slot(num).Load()
+	if seg == nil || seg.base.Load() != base {
+		// Only a caller reading an offset released meanwhile gets here.
+		return nil, l.offsetError("read", offset, l.head.Load(), l.tail.Load())
+	}
+	i := offset - base
+	end := min(i+int64(max), l.size, tail-base)
+	return seg.items[i:end:end], nil
+}
+
+// Head is the earliest retained offset: the highest offset released so far
+// (0 before any release). Items below it are gone even if their segment has
+// not been recycled yet, so a group created now starts where every known
+// group has already committed.
+func (l *Log[T]) Head() int64 { return l.head.Load() }
+
+// Tail is the offset the next Append will use.
+func (l *Log[T]) Tail() int64 { return l.tail.Load() }
+
+// Commit records, in memory, that group has consumed every offset below
+// offset (0 <= offset <= Tail()). Commits never move backwards: a lower
+// offset than the stored one is a no-op.
+func (l *Log[T]) Commit(group string, offset int64) error {
+	if l.closed.Load() {
+		return l.closedError()
+	}
+	if tail := l.tail.Load(); offset < 0 || offset > tail {
+		return l.offsetError("commit", offset, l.head.Load(), tail)
+	}
+	if l.commits.commit(group, offset) && l.onGroup != nil {
+		l.onGroup(group)
+	}
+	return nil
+}
+
+// Committed returns group's commit on this partition, or (Head(), false)
+// when it has none.
+func (l *Log[T]) Committed(group string) (offset int64, ok bool) {
+	if v := l.commits.get(group); v != nil {
+		return v.Load(), true
+	}
+	return l.head.Load(), false
+}
+
+// Release moves the head to offset (0 <= offset <= Tail()); a lower offset
+// than the current head is a no-op. The segments wholly below the new head
+// are recycled the next time the writer needs a segment.
+func (l *Log[T]) Release(offset int64) error {
+	if l.closed.Load() {
+		return l.closedError()
+	}
+	if tail := l.tail.Load(); offset < 0 || offset > tail {
+		return l.offsetError("release", offset, l.head.Load(), tail)
+	}
+	storeMax(&l.head, offset)
+	return nil
+}
+
+func (l *Log[T]) close() { l.closed.Store(true) }
+
+func (l *Log[T]) offsetError(op string, offset, head, tail int64) error {
+	return &OffsetError{Topic: l.topic, Partition: l.partition, Op: op, Offset: offset, Head: head, Tail: tail}
+}
+
+func (l *Log[T]) closedError() error {
+	return fmt.Errorf("memory: topic %q partition %d: %w", l.topic, l.partition, isb.ErrClosed)
+}
