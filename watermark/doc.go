@@ -1,0 +1,27 @@
+// Package watermark tracks event-time progress through a pipeline.
+//
+// Every processor (a vertex replica) that writes to an edge publishes, per
+// partition it writes, a [WMB]: "after offset O of partition P, nothing I
+// write has an event time below W". WMBs and heartbeats go into a [Store],
+// one bucket per edge, keyed by processor: [MemStore] in one process,
+// JetStream KV when distributed.
+//
+// A [Publisher] (one per processor) publishes WMBs, throttled and never
+// backwards, heartbeats on its own goroutine, and publishes idle WMBs capped
+// by the oldest in-flight watermark, so an idle watermark never overtakes a
+// message still being processed.
+//
+// A [Fetcher] (one per reader) watches the buckets of its incoming edges and
+// keeps, per upstream processor and partition, an offset timeline of recent
+// WMBs. The watermark of a message at offset o is the minimum over live
+// processors of the newest timeline watermark whose offset is below o; the
+// vertex watermark is the minimum over edges and partitions and never
+// decreases. Processors whose heartbeats stop are dropped after a timeout.
+//
+// Sources compute their watermark with [Source]: per source partition the
+// minimum event time of each batch minus a maximum delay, advanced while the
+// source is idle. [IdleManager] decides when an idle output partition gets a
+// control message and then idle WMBs.
+//
+// Every time-dependent type takes a [Clock], so tests control time.
+package watermark

@@ -1,0 +1,396 @@
+package watermark
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Fetcher defaults.
+const (
+	DefaultTimelineLength   = 10
+	DefaultHeartbeatTimeout = 10 * time.Second
+)
+
+// FetcherConfig configures a [Fetcher]. Zero fields take the defaults.
+type FetcherConfig struct {
+	// Edges are the buckets of the incoming edges (several for a join).
+	Edges []string
+	// Partitions are the partitions of the input buffer this reader reads.
+	Partitions []int
+	// TimelineLength is how many WMBs are kept per upstream processor and
+	// partition (DefaultTimelineLength). A longer timeline gives messages
+	// that are read long after they were written a closer watermark.
+	TimelineLength int
+	// HeartbeatTimeout: a processor not heard from for longer is dropped
+	// (DefaultHeartbeatTimeout). Keep it several heartbeat intervals.
+	HeartbeatTimeout time.Duration
+	// Clock is the fetcher's clock (time.Now when nil). Liveness is judged
+	// on this clock at the moment a heartbeat arrives, so clocks of other
+	// machines do not matter.
+	Clock Clock
+	// Logger reports undecodable WMBs and failed watches; nil logs nothing.
+	Logger *zap.Logger
+}
+
+type fetcherConfig struct {
+	edges       []string
+	partitions  []int // sorted, unique
+	index       []int // partition -> position in partitions, -1 when not read
+	timelineLen int
+	timeout     time.Duration
+	clock       Clock
+	log         *zap.Logger
+}
+
+func (c FetcherConfig) validate() (fetcherConfig, error) {
+	cfg := fetcherConfig{
+		edges:       slices.Clone(c.Edges),
+		timelineLen: cmpOr(c.TimelineLength, DefaultTimelineLength),
+		timeout:     cmpOr(c.HeartbeatTimeout, DefaultHeartbeatTimeout),
+		clock:       c.Clock.orNow(),
+		log:         c.Logger,
+	}
+	if cfg.log == nil {
+		cfg.log = zap.NewNop()
+	}
+	if len(cfg.edges) == 0 {
+		return cfg, fmt.Errorf("%w: FetcherConfig.Edges is empty", ErrInvalidConfig)
+	}
+	for i, e := range cfg.edges {
+		if err := validBucket(e); err != nil {
+			return cfg, fmt.Errorf("%w: FetcherConfig.Edges[%d]: %w", ErrInvalidConfig, i, err)
+		}
+		if slices.Contains(cfg.edges[:i], e) {
+			return cfg, fmt.Errorf("%w: FetcherConfig.Edges: %q twice", ErrInvalidConfig, e)
+		}
+	}
+	if len(c.Partitions) == 0 {
+		return cfg, fmt.Errorf("%w: FetcherConfig.Partitions is empty", ErrInvalidConfig)
+	}
+	cfg.partitions = slices.Clone(c.Partitions)
+	slices.Sort(cfg.partitions)
+	for i, p := range cfg.partitions {
+		if p < 0 {
+			return cfg, fmt.Errorf("%w: FetcherConfig.Partitions: negative partition %d", ErrInvalidConfig, p)
+		}
+		if i > 0 && cfg.partitions[i-1] == p {
+			return cfg, fmt.Errorf("%w: FetcherConfig.Partitions: partition %d twice", ErrInvalidConfig, p)
+		}
+	}
+	cfg.index = slices.Repeat([]int{-1}, cfg.partitions[len(cfg.partitions)-1]+1)
+	for i, p := range cfg.partitions {
+		cfg.index[p] = i
+	}
+	if cfg.timelineLen < 1 {
+		return cfg, fmt.Errorf("%w: FetcherConfig.TimelineLength %d < 1", ErrInvalidConfig, c.TimelineLength)
+	}
+	if cfg.timeout <= 0 {
+		return cfg, fmt.Errorf("%w: FetcherConfig.HeartbeatTimeout %v <= 0", ErrInvalidConfig, c.HeartbeatTimeout)
+	}
+	return cfg, nil
+}
+
+// cmpOr returns v, or def when v is the zero value.
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Fetcher computes the watermark of the messages one reader reads. Build it
+// with NewFetcher, Start it, call Fetch for every message read (and
+// FetchIdle after an empty read), and Stop it. It is safe for concurrent use.
+type Fetcher struct {
+	store Store
+	cfg   fetcherConfig
+
+	mu      sync.Mutex
+	edges   []*edgeState  // guarded by mu; one per cfg.edges
+	vertex  time.Time     // guarded by mu; the vertex watermark, never decreasing
+	changed chan struct{} // guarded by mu; closed and replaced after each applied change
+
+	life lifecycle
+}
+
+// edgeState is what a fetcher knows about one incoming edge.
+type edgeState struct {
+	procs map[string]*procState
+	// last[i] is the edge's watermark of partition cfg.partitions[i]: the
+	// highest minimum over its live processors seen so far. It never
+	// decreases, and it holds while the edge has no live processor, so a
+	// whole dead upstream vertex stalls the vertex rather than letting the
+	// watermark run past data it already wrote.
+	last []time.Time
+}
+
+// procState is one upstream processor.
+type procState struct {
+	beat      time.Time  // fetcher clock at its last heartbeat; zero: none yet
+	timelines []timeline // per position in cfg.partitions
+}
+
+// NewFetcher validates cfg and returns a fetcher reading store.
+func NewFetcher(store Store, cfg FetcherConfig) (*Fetcher, error) {
+	c, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	if store == nil {
+		return nil, fmt.Errorf("%w: NewFetcher: nil Store", ErrInvalidConfig)
+	}
+	f := &Fetcher{store: store, cfg: c, changed: make(chan struct{})}
+	for range c.edges {
+		f.edges = append(f.edges, &edgeState{
+			procs: map[string]*procState{},
+			last:  make([]time.Time, len(c.partitions)),
+		})
+	}
+	return f, nil
+}
+
+// Start watches every edge's bucket, each on a goroutine the fetcher owns,
+// and returns once the current contents of every bucket are applied, so a
+// Fetch right after Start sees every processor already publishing. If ctx
+// ends first, the watches are stopped and ctx's error returned.
+func (f *Fetcher) Start(ctx context.Context) error {
+	runCtx, err := f.life.start()
+	if err != nil {
+		return fmt.Errorf("watermark: fetcher: %w", err)
+	}
+	synced := make([]chan struct{}, len(f.cfg.edges))
+	for i := range f.cfg.edges {
+		synced[i] = make(chan struct{})
+		f.life.spawn(runCtx, func(ctx context.Context) { f.watch(ctx, i, synced[i]) })
+	}
+	for i, ch := range synced {
+		select {
+		case <-ch:
+		case <-runCtx.Done():
+			return fmt.Errorf("watermark: fetcher stopped while starting: %w", ErrStarted)
+		case <-ctx.Done():
+			f.Stop()
+			return fmt.Errorf("watermark: fetcher start: waiting for bucket %q: %w", f.cfg.edges[i], ctx.Err())
+		}
+	}
+	return nil
+}
+
+// Stop ends the watches and waits for their goroutines. It is idempotent.
+func (f *Fetcher) Stop() { f.life.stop() }
+
+// watch applies the changes of one bucket until ctx ends, watching again
+// (after a growing pause) when a watch fails.
+func (f *Fetcher) watch(ctx context.Context, edge int, synced chan struct{}) {
+	bucket := f.cfg.edges[edge]
+	backoff := 50 * time.Millisecond
+	closeSynced := sync.OnceFunc(func() { close(synced) })
+	for ctx.Err() == nil {
+		for u, err := range f.store.Watch(ctx, bucket) {
+			if err != nil {
+				f.cfg.log.Warn("watermark: watch failed", zap.String("bucket", bucket), zap.Error(err))
+				break
+			}
+			backoff = 50 * time.Millisecond
+			if u.Op == OpSynced {
+				closeSynced()
+				continue
+			}
+			f.apply(edge, u)
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// apply folds one change of edge's bucket into the fetcher.
+func (f *Fetcher) apply(edge int, u Update) {
+	kind, proc, partition := parseKey(u.Key)
+	if kind == keyOther {
+		return
+	}
+	if kind == keyHeartbeat && u.Op == OpPut {
+		if _, err := decodeHeartbeat(u.Value); err != nil {
+			f.cfg.log.Warn("watermark: skipping heartbeat", zap.String("bucket", f.cfg.edges[edge]),
+				zap.String("key", u.Key), zap.Error(err))
+			return
+		}
+	}
+	var w WMB
+	if kind == keyWMB && u.Op == OpPut {
+		if err := w.UnmarshalBinary(u.Value); err != nil {
+			f.cfg.log.Warn("watermark: skipping WMB", zap.String("bucket", f.cfg.edges[edge]),
+				zap.String("key", u.Key), zap.Error(err))
+			return
+		}
+		if int(w.Partition) != partition {
+			f.cfg.log.Warn("watermark: skipping WMB under another partition's key",
+				zap.String("bucket", f.cfg.edges[edge]), zap.String("key", u.Key), zap.Stringer("wmb", w))
+			return
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := f.edges[edge]
+	switch {
+	case kind == keyHeartbeat && u.Op == OpPut:
+		f.proc(e, proc).beat = f.cfg.clock()
+	case kind == keyHeartbeat && u.Op == OpDelete:
+		// A processor deletes its heartbeat when it stops cleanly: drop it
+		// now rather than after the timeout.
+		delete(e.procs, proc)
+	case kind == keyWMB && u.Op == OpPut:
+		if partition >= len(f.cfg.index) || f.cfg.index[partition] < 0 {
+			return // a partition another reader reads
+		}
+		f.proc(e, proc).timelines[f.cfg.index[partition]].put(w)
+	default:
+		return // a deleted WMB says nothing new
+	}
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// proc returns processor name of e, creating it. f.mu must be held.
+func (f *Fetcher) proc(e *edgeState, name string) *procState {
+	p := e.procs[name]
+	if p == nil {
+		p = &procState{timelines: make([]timeline, len(f.cfg.partitions))}
+		for i := range p.timelines {
+			p.timelines[i] = newTimeline(f.cfg.timelineLen)
+		}
+		e.procs[name] = p
+	}
+	return p
+}
+
+// Fetch returns the vertex watermark to attach to the message at offset of
+// partition: the partition's watermark (per edge, the minimum over live
+// upstream processors of the newest timeline watermark below offset) is
+// raised if it moved, and the result is the minimum over edges and read
+// partitions, never lower than anything Fetch returned before. A partition
+// this reader does not read changes nothing. The zero Time means no
+// watermark yet.
+func (f *Fetcher) Fetch(partition int, offset int64) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if partition < 0 || partition >= len(f.cfg.index) || f.cfg.index[partition] < 0 {
+		return f.vertex
+	}
+	i := f.cfg.index[partition]
+	now := f.cfg.clock()
+	low := time.Time{}
+	for n, e := range f.edges {
+		if wm, ok := f.edgeAt(e, i, offset, now); ok && wm.After(e.last[i]) {
+			e.last[i] = wm
+		}
+		for j, wm := range e.last {
+			if (n == 0 && j == 0) || wm.Before(low) {
+				low = wm
+			}
+		}
+	}
+	if low.After(f.vertex) {
+		f.vertex = low
+	}
+	return f.vertex
+}
+
+// FetchIdle is Fetch for a read of partition that returned nothing: next
+// is the next offset the reader will read, so every WMB below it (the idle
+// WMBs of a quiet partition in particular) may advance the watermark. It
+// returns the vertex watermark.
+func (f *Fetcher) FetchIdle(partition int, next int64) time.Time { return f.Fetch(partition, next) }
+
+// edgeAt is the minimum over e's live processors of their timeline
+// watermark below offset at partition position i; ok is false when e has no
+// live processor or one of them has nothing below offset. It drops the
+// processors whose heartbeat is older than the timeout. f.mu must be held.
+func (f *Fetcher) edgeAt(e *edgeState, i int, offset int64, now time.Time) (time.Time, bool) {
+	var low time.Time
+	first := true
+	for name, p := range e.procs {
+		if now.Sub(p.beat) > f.cfg.timeout {
+			delete(e.procs, name)
+			continue
+		}
+		wm, ok := p.timelines[i].lookup(offset)
+		if !ok {
+			return time.Time{}, false
+		}
+		if first || wm.Before(low) {
+			low, first = wm, false
+		}
+	}
+	return low, !first
+}
+
+// Watermark returns the vertex watermark: the highest value Fetch returned.
+func (f *Fetcher) Watermark() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.vertex
+}
+
+// Live returns the names of edge's live processors, sorted (for status and
+// tests). An edge the fetcher does not watch has none.
+func (f *Fetcher) Live(edge string) []string {
+	i := slices.Index(f.cfg.edges, edge)
+	if i < 0 {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.liveLocked(i, f.cfg.clock())
+}
+
+func (f *Fetcher) liveLocked(edge int, now time.Time) []string {
+	var names []string
+	for name, p := range f.edges[edge].procs {
+		if now.Sub(p.beat) <= f.cfg.timeout {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// WaitForProcessors blocks until every edge has at least n live processors
+// (the upstream replicas), so a reader does not start before its upstream
+// publishes. It returns ctx's error, naming the edges still short, if ctx
+// ends first.
+func (f *Fetcher) WaitForProcessors(ctx context.Context, n int) error {
+	for {
+		f.mu.Lock()
+		now := f.cfg.clock()
+		var short []string
+		for i, e := range f.cfg.edges {
+			if got := len(f.liveLocked(i, now)); got < n {
+				short = append(short, fmt.Sprintf("%s (%d of %d)", e, got, n))
+			}
+		}
+		changed := f.changed
+		f.mu.Unlock()
+		if len(short) == 0 {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("watermark: waiting for upstream processors of %s: %w",
+				strings.Join(short, ", "), ctx.Err())
+		}
+	}
+}

@@ -1,0 +1,100 @@
+package watermark
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Keys of an edge's bucket. A processor owns two kinds:
+//
+//	hb.<processor>               its heartbeat
+//	wmb.<processor>.<partition>  its newest WMB for that partition
+//
+// One key per partition (not one per processor) means a store that keeps
+// only the latest value per key, or a watcher that coalesces, never lets the
+// WMB of one partition hide the WMB of another.
+const (
+	heartbeatPrefix = "hb."
+	wmbPrefix       = "wmb."
+)
+
+// validBucket accepts what JetStream KV accepts as a bucket name, so an edge
+// that works in memory also works distributed.
+func validBucket(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty bucket name", ErrInvalidName)
+	}
+	for _, r := range name {
+		if !isAlnum(r) && r != '-' && r != '_' {
+			return fmt.Errorf("%w: bucket %q: character %q (allowed: A-Z a-z 0-9 - _)", ErrInvalidName, name, r)
+		}
+	}
+	return nil
+}
+
+// validProcessor accepts JetStream KV key characters except '.', which
+// separates the parts of a key.
+func validProcessor(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty processor name", ErrInvalidName)
+	}
+	for _, r := range name {
+		if !isAlnum(r) && !strings.ContainsRune("-_=/", r) {
+			return fmt.Errorf("%w: processor %q: character %q (allowed: A-Z a-z 0-9 - _ = /)", ErrInvalidName, name, r)
+		}
+	}
+	return nil
+}
+
+// validKey accepts JetStream KV key characters.
+func validKey(key string) error {
+	if key == "" {
+		return fmt.Errorf("%w: empty key", ErrInvalidName)
+	}
+	for _, r := range key {
+		if !isAlnum(r) && !strings.ContainsRune("-_=/.", r) {
+			return fmt.Errorf("%w: key %q: character %q (allowed: A-Z a-z 0-9 - _ = / .)", ErrInvalidName, key, r)
+		}
+	}
+	return nil
+}
+
+func isAlnum(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+}
+
+func heartbeatKey(processor string) string { return heartbeatPrefix + processor }
+
+func wmbKey(processor string, partition int) string {
+	return wmbPrefix + processor + "." + strconv.Itoa(partition)
+}
+
+// keyKind is what parseKey found.
+type keyKind int
+
+const (
+	keyOther keyKind = iota
+	keyHeartbeat
+	keyWMB
+)
+
+// parseKey splits a bucket key. Keys of other kinds are keyOther, so a
+// bucket can later hold more without confusing older fetchers.
+func parseKey(key string) (kind keyKind, processor string, partition int) {
+	if p, ok := strings.CutPrefix(key, heartbeatPrefix); ok && validProcessor(p) == nil {
+		return keyHeartbeat, p, 0
+	}
+	if rest, ok := strings.CutPrefix(key, wmbPrefix); ok {
+		i := strings.LastIndexByte(rest, '.')
+		if i < 0 {
+			return keyOther, "", 0
+		}
+		n, err := strconv.Atoi(rest[i+1:])
+		if err != nil || n < 0 || validProcessor(rest[:i]) != nil {
+			return keyOther, "", 0
+		}
+		return keyWMB, rest[:i], n
+	}
+	return keyOther, "", 0
+}

@@ -1,0 +1,353 @@
+package watermark
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// DefaultHeartbeatInterval is how often a Publisher heartbeats when
+// PublisherConfig.HeartbeatInterval is zero.
+const DefaultHeartbeatInterval = time.Second
+
+// PublisherEdge is one outgoing edge of a processor.
+type PublisherEdge struct {
+	// Bucket is the edge's bucket in the store; Publish names the edge by it.
+	Bucket string
+	// Partitions is the partition count of the edge's buffer.
+	Partitions int
+}
+
+// PublisherConfig configures a [Publisher]. Zero fields take the defaults.
+type PublisherConfig struct {
+	// Processor names this vertex replica; unique among the writers of an
+	// edge (A-Z a-z 0-9 - _ = /).
+	Processor string
+	// Edges are the edges the processor writes to.
+	Edges []PublisherEdge
+	// Throttle is the minimum time between two WMBs of one partition; a
+	// watermark that advances sooner is kept and published by the next
+	// Publish after the interval, or by the publisher's goroutine (every
+	// Throttle), or by Flush or Stop. Zero publishes every advance at once.
+	// 100ms keeps a JetStream KV store (about 10K puts/s) far from busy.
+	Throttle time.Duration
+	// HeartbeatInterval is the time between heartbeats
+	// (DefaultHeartbeatInterval).
+	HeartbeatInterval time.Duration
+	// InFlight returns the lowest watermark of the processor's in-flight
+	// messages (tracker.Tracker.LowestWatermark fits); ok is false when
+	// none is in flight. Idle WMBs are capped by it. Nil means no cap: only
+	// for processors that hold nothing in flight.
+	InFlight func() (wm time.Time, ok bool)
+	// Clock is the publisher's clock (time.Now when nil).
+	Clock Clock
+	// Logger reports failed background puts; nil logs nothing.
+	Logger *zap.Logger
+}
+
+type publisherConfig struct {
+	processor string
+	throttle  time.Duration
+	interval  time.Duration
+	inFlight  func() (time.Time, bool)
+	clock     Clock
+	log       *zap.Logger
+}
+
+// Publisher publishes one processor's WMBs and heartbeats. Publish and
+// PublishIdle are safe for concurrent use (the writer's workers call them);
+// per partition, WMBs reach the store in order and never move backwards.
+type Publisher struct {
+	store Store
+	cfg   publisherConfig
+	edges map[string]*pubEdge // immutable after NewPublisher
+	life  lifecycle
+}
+
+type pubEdge struct {
+	bucket string
+	parts  []pubPartition
+}
+
+// pubPartition is the publishing state of one partition. mu is held across
+// the store put so that two workers cannot put one key out of order.
+type pubPartition struct {
+	mu          sync.Mutex
+	latest      WMB       // newest accepted WMB (published or pending)
+	has         bool      // latest is set
+	pending     bool      // latest is not in the store yet
+	publishedAt time.Time // clock at the last put
+	idle        bool      // the last put was an idle WMB
+	key         string
+}
+
+// NewPublisher validates cfg and returns a publisher into store. Start it to
+// heartbeat: fetchers ignore a processor they have not heard.
+func NewPublisher(store Store, cfg PublisherConfig) (*Publisher, error) {
+	if store == nil {
+		return nil, fmt.Errorf("%w: NewPublisher: nil Store", ErrInvalidConfig)
+	}
+	if err := validProcessor(cfg.Processor); err != nil {
+		return nil, fmt.Errorf("%w: PublisherConfig.Processor: %w", ErrInvalidConfig, err)
+	}
+	c := publisherConfig{
+		processor: cfg.Processor,
+		throttle:  cfg.Throttle,
+		interval:  cmpOr(cfg.HeartbeatInterval, DefaultHeartbeatInterval),
+		inFlight:  cfg.InFlight,
+		clock:     cfg.Clock.orNow(),
+		log:       cfg.Logger,
+	}
+	if c.log == nil {
+		c.log = zap.NewNop()
+	}
+	if c.throttle < 0 {
+		return nil, fmt.Errorf("%w: PublisherConfig.Throttle %v < 0", ErrInvalidConfig, cfg.Throttle)
+	}
+	if c.interval < 0 {
+		return nil, fmt.Errorf("%w: PublisherConfig.HeartbeatInterval %v < 0", ErrInvalidConfig, cfg.HeartbeatInterval)
+	}
+	if len(cfg.Edges) == 0 {
+		return nil, fmt.Errorf("%w: PublisherConfig.Edges is empty", ErrInvalidConfig)
+	}
+	p := &Publisher{store: store, cfg: c, edges: map[string]*pubEdge{}}
+	for i, e := range cfg.Edges {
+		if err := validBucket(e.Bucket); err != nil {
+			return nil, fmt.Errorf("%w: PublisherConfig.Edges[%d]: %w", ErrInvalidConfig, i, err)
+		}
+		if p.edges[e.Bucket] != nil {
+			return nil, fmt.Errorf("%w: PublisherConfig.Edges: bucket %q twice", ErrInvalidConfig, e.Bucket)
+		}
+		if e.Partitions < 1 {
+			return nil, fmt.Errorf("%w: PublisherConfig.Edges[%d] (%q): %d partitions, want at least 1",
+				ErrInvalidConfig, i, e.Bucket, e.Partitions)
+		}
+		pe := &pubEdge{bucket: e.Bucket, parts: make([]pubPartition, e.Partitions)}
+		for j := range pe.parts {
+			pe.parts[j].key = wmbKey(c.processor, j)
+		}
+		p.edges[e.Bucket] = pe
+	}
+	return p, nil
+}
+
+// Start puts the first heartbeat into every edge's bucket, then starts the
+// goroutine that heartbeats every HeartbeatInterval and publishes throttled
+// WMBs every Throttle. Stop ends it. Start after Start or Stop is
+// ErrStarted. A failed first heartbeat is returned and the goroutine is not
+// started; Stop the publisher all the same.
+func (p *Publisher) Start(ctx context.Context) error {
+	runCtx, err := p.life.start()
+	if err != nil {
+		return fmt.Errorf("watermark: publisher %q: %w", p.cfg.processor, err)
+	}
+	if err := p.heartbeat(ctx); err != nil {
+		return err
+	}
+	p.life.spawn(runCtx, p.run)
+	return nil
+}
+
+// run is the publisher's goroutine. Its cadence uses real tickers; what it
+// does (heartbeat, Flush) uses the configured clock, and tests call those
+// directly.
+func (p *Publisher) run(ctx context.Context) {
+	hb := time.NewTicker(p.cfg.interval)
+	defer hb.Stop()
+	var flush <-chan time.Time
+	if p.cfg.throttle > 0 {
+		t := time.NewTicker(p.cfg.throttle)
+		defer t.Stop()
+		flush = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hb.C:
+			if err := p.heartbeat(ctx); err != nil && ctx.Err() == nil {
+				p.cfg.log.Warn("watermark: heartbeat failed", zap.String("processor", p.cfg.processor), zap.Error(err))
+			}
+		case <-flush:
+			if err := p.Flush(ctx); err != nil && ctx.Err() == nil {
+				p.cfg.log.Warn("watermark: publishing throttled WMBs failed", zap.String("processor", p.cfg.processor), zap.Error(err))
+			}
+		}
+	}
+}
+
+// heartbeat puts the processor's heartbeat into every edge's bucket.
+func (p *Publisher) heartbeat(ctx context.Context) error {
+	v := encodeHeartbeat(p.cfg.clock())
+	key := heartbeatKey(p.cfg.processor)
+	var errs []error
+	for _, e := range p.sortedEdges() {
+		if err := p.store.Put(ctx, e.bucket, key, v); err != nil {
+			errs = append(errs, fmt.Errorf("watermark: heartbeat of %q into bucket %q: %w", p.cfg.processor, e.bucket, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (p *Publisher) sortedEdges() []*pubEdge {
+	es := make([]*pubEdge, 0, len(p.edges))
+	for _, e := range p.edges {
+		es = append(es, e)
+	}
+	slices.SortFunc(es, func(a, b *pubEdge) int {
+		switch {
+		case a.bucket < b.bucket:
+			return -1
+		case a.bucket > b.bucket:
+			return 1
+		}
+		return 0
+	})
+	return es
+}
+
+// Stop ends the goroutine and waits for it, publishes pending WMBs, and
+// deletes the heartbeat so fetchers drop this processor at once instead of
+// after their timeout. Only the first call does this; later calls return nil.
+func (p *Publisher) Stop(ctx context.Context) error {
+	if !p.life.stop() {
+		return nil
+	}
+	var errs []error
+	if err := p.Flush(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	for _, e := range p.sortedEdges() {
+		if err := p.store.Delete(ctx, e.bucket, heartbeatKey(p.cfg.processor)); err != nil {
+			errs = append(errs, fmt.Errorf("watermark: deleting heartbeat of %q from bucket %q: %w", p.cfg.processor, e.bucket, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// partition returns the state of partition of edge, or a clear error.
+func (p *Publisher) partition(edge string, partition int) (*pubEdge, *pubPartition, error) {
+	e := p.edges[edge]
+	if e == nil {
+		return nil, nil, fmt.Errorf("%w: publisher %q has no edge %q", ErrUnknownEdge, p.cfg.processor, edge)
+	}
+	if partition < 0 || partition >= len(e.parts) {
+		return nil, nil, fmt.Errorf("%w: edge %q partition %d, want 0..%d", ErrPartition, edge, partition, len(e.parts)-1)
+	}
+	return e, &e.parts[partition], nil
+}
+
+// Publish records that the processor wrote up to offset of partition of
+// edge with watermark wm (map and sink: the tracker's lowest in-flight
+// watermark, or the newest fetched watermark when nothing is in flight). A
+// wm below the partition's last is raised to it (never backwards); a wm that
+// does not advance publishes nothing (unless the partition was idle: it
+// becomes active again); an advance within Throttle of the last put is kept
+// pending. It returns the store's error, or ErrUnknownEdge, ErrPartition or
+// ErrRange for a bad argument.
+func (p *Publisher) Publish(ctx context.Context, edge string, partition int, offset int64, wm time.Time) error {
+	return p.publish(ctx, edge, partition, offset, wm, false)
+}
+
+// PublishIdle publishes an idle WMB for partition of edge at offset, the
+// offset of the control message written there (see IdleManager). wm is
+// capped by the lowest in-flight watermark (PublisherConfig.InFlight), so an
+// idle watermark never passes a message still being processed; when the cap
+// would move the partition backwards, nothing is published. Idle WMBs are
+// not throttled.
+func (p *Publisher) PublishIdle(ctx context.Context, edge string, partition int, offset int64, wm time.Time) error {
+	if p.cfg.inFlight != nil {
+		if low, ok := p.cfg.inFlight(); ok && low.Before(wm) {
+			wm = low
+		}
+	}
+	return p.publish(ctx, edge, partition, offset, wm, true)
+}
+
+func (p *Publisher) publish(ctx context.Context, edge string, partition int, offset int64, wm time.Time, idle bool) error {
+	e, s, err := p.partition(edge, partition)
+	if err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("%w: edge %q partition %d: offset %d is negative", ErrRange, edge, partition, offset)
+	}
+	if _, err := timeToNanos(wm); err != nil {
+		return fmt.Errorf("edge %q partition %d offset %d: %w", edge, partition, offset, err)
+	}
+	w := WMB{Offset: offset, Watermark: wm, Idle: idle, Partition: int32(partition)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.has {
+		if wm.Before(s.latest.Watermark) {
+			if idle {
+				return nil // capped below what downstream has: say nothing
+			}
+			w.Watermark = s.latest.Watermark
+		}
+		if offset < s.latest.Offset {
+			w.Offset = s.latest.Offset // a late worker: keep the newest offset
+		}
+		if w.Watermark.Equal(s.latest.Watermark) && idle == s.latest.Idle && (!idle || w.Offset == s.latest.Offset) {
+			return nil // nothing downstream does not know
+		}
+	}
+	s.latest, s.has = w, true
+	now := p.cfg.clock()
+	if p.cfg.throttle > 0 && !idle && !s.idle && !s.publishedAt.IsZero() && now.Sub(s.publishedAt) < p.cfg.throttle {
+		s.pending = true
+		return nil
+	}
+	s.pending = true
+	return p.put(ctx, e, s, now)
+}
+
+// put writes s.latest. s.mu must be held. On failure the WMB stays pending
+// and the next Publish, Flush or Stop retries it.
+func (p *Publisher) put(ctx context.Context, e *pubEdge, s *pubPartition, now time.Time) error {
+	v, err := s.latest.MarshalBinary()
+	if err != nil {
+		return err // unreachable: publish checked every field
+	}
+	if err := p.store.Put(ctx, e.bucket, s.key, v); err != nil {
+		return fmt.Errorf("watermark: publishing %v of %q into bucket %q: %w", s.latest, p.cfg.processor, e.bucket, err)
+	}
+	s.pending, s.publishedAt, s.idle = false, now, s.latest.Idle
+	return nil
+}
+
+// Flush publishes every pending (throttled) WMB now.
+func (p *Publisher) Flush(ctx context.Context) error {
+	var errs []error
+	now := p.cfg.clock()
+	for _, e := range p.sortedEdges() {
+		for i := range e.parts {
+			s := &e.parts[i]
+			s.mu.Lock()
+			if s.pending {
+				if err := p.put(ctx, e, s, now); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			s.mu.Unlock()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Latest returns the newest WMB accepted for partition of edge (published,
+// or pending under the throttle); ok is false before the first.
+func (p *Publisher) Latest(edge string, partition int) (w WMB, ok bool) {
+	_, s, err := p.partition(edge, partition)
+	if err != nil {
+		return WMB{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.latest, s.has
+}
