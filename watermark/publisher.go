@@ -84,6 +84,7 @@ type pubPartition struct {
 	publishedAt time.Time // clock at the last put
 	idle        bool      // the last put was an idle WMB
 	key         string
+	buf         []byte // encoding buffer; Store.Put copies the value
 }
 
 // NewPublisher validates cfg and returns a publisher into store. Start it to
@@ -310,10 +311,11 @@ func (p *Publisher) publish(ctx context.Context, edge string, partition int, off
 // put writes s.latest. s.mu must be held. On failure the WMB stays pending
 // and the next Publish, Flush or Stop retries it.
 func (p *Publisher) put(ctx context.Context, e *pubEdge, s *pubPartition, now time.Time) error {
-	v, err := s.latest.MarshalBinary()
+	v, err := s.latest.AppendBinary(s.buf[:0])
 	if err != nil {
 		return err // unreachable: publish checked every field
 	}
+	s.buf = v
 	if err := p.store.Put(ctx, e.bucket, s.key, v); err != nil {
 		return fmt.Errorf("watermark: publishing %v of %q into bucket %q: %w", s.latest, p.cfg.processor, e.bucket, err)
 	}
