@@ -1,0 +1,24 @@
+// Package forwarder is the data plane of a running pipeline: the loops that
+// move messages of one vertex replica from its input buffer through a user
+// function to the next buffers.
+//
+//	reader -> workers (map | map-stream | batch map | sink) -> writer -> ack
+//
+// The reader holds a semaphore of MaxInFlight permits. Each loop acquires
+// BatchSize permits, pulls one batch from the isb, gives the unused permits
+// back, records every offset in a [tracker.Tracker] before any processing,
+// and hands the batch to the workers in chunks. A message is acked only
+// after every output derived from it is written: the ack deletes it from
+// the tracker, releases its permit and marks its partition for commit; the
+// reader commits each marked partition up to its lowest in-flight offset
+// (everything below it is done). A slow stage therefore blocks the reader
+// and backpressure reaches the sources with bounded memory.
+//
+// Commits are made by the reader goroutine only, because an isb consumer
+// allows one goroutine at a time: an ack that arrives while the reader waits
+// in Pull interrupts that Pull (its context is cancelled), which the isb
+// contract makes harmless.
+//
+// Watermarks, and work-in-progress marking for storage with ack deadlines,
+// plug in through the small interfaces of hooks.go; nil hooks cost nothing.
+package forwarder

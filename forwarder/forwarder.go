@@ -1,0 +1,194 @@
+package forwarder
+
+import (
+	"context"
+	"errors"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/runnel-dev/runnel/isb"
+	"github.com/runnel-dev/runnel/vertex"
+)
+
+// Config is what one replica of a vertex needs besides its function and
+// buffers.
+type Config struct {
+	Vertex   string
+	Replica  int
+	Options  vertex.Config // validated
+	Counters *Counters
+	Logger   *zap.Logger // nil logs nothing
+	Hooks    Hooks
+	// Fail is called with the first fatal error of a worker, so that the
+	// pipeline stops at once. Required.
+	Fail func(error)
+	// OnCommit is called after the reader committed progress (the
+	// pipeline's drain check watches it). Optional.
+	OnCommit func()
+}
+
+// Input is a replica's input buffer: its consumer and the buffer's
+// partition count.
+type Input[T any] struct {
+	Consumer   *isb.PullConsumer[vertex.Message[T]]
+	Partitions int
+}
+
+// handler processes one chunk of messages; on nil every message of the
+// chunk is acked. It belongs to one worker goroutine.
+type handler[T any] func(ctx context.Context, chunk []inflight[T]) error
+
+// chunking says how the reader splits a batch among the workers.
+type chunking uint8
+
+const (
+	chunkSpread chunking = iota // equal chunks, any worker
+	chunkByKey                  // by key hash, one worker per key (order per key)
+	chunkWhole                  // the whole batch to one worker (batch map)
+)
+
+// runReplica runs one replica of a map or sink vertex: the reader, the
+// workers and the WIP loop, until stop ends (after the pipeline made sure
+// the buffer is drained) or hard ends (the pipeline is failing). stop must
+// be derived from hard. It returns after every goroutine it started has
+// ended and every message is acked or nacked.
+func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode chunking, newHandler func(r *reader[T]) handler[T]) error {
+	o := cfg.Options
+	r := newReader(in.Consumer, in.Partitions, o.BatchSize, o.MaxInFlight, cfg.Counters, cfg.Hooks.Fetcher, cfg.OnCommit)
+	workers := o.Concurrency
+	chans := make([]chan []inflight[T], 1)
+	if mode == chunkByKey {
+		chans = make([]chan []inflight[T], workers)
+	}
+	for i := range chans {
+		chans[i] = make(chan []inflight[T], workers)
+	}
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for i := range workers {
+		h := newHandler(r)
+		ch := chans[i%len(chans)]
+		wg.Go(func() {
+			for chunk := range ch {
+				if failed.Load() || hard.Err() != nil {
+					r.nack(chunk)
+					continue
+				}
+				if err := h(hard, chunk); err != nil {
+					r.nack(chunk)
+					if hard.Err() == nil && failed.CompareAndSwap(false, true) {
+						cfg.Fail(asProcessError(cfg, err))
+					}
+					continue
+				}
+				r.ack(chunk)
+			}
+		})
+	}
+	wipCtx, stopWIP := context.WithCancel(hard)
+	var wipWG sync.WaitGroup
+	if cfg.Hooks.WIP != nil {
+		every := cfg.Hooks.WIPInterval
+		if every <= 0 {
+			every = 5 * time.Second
+		}
+		wipWG.Go(func() {
+			if err := r.wipLoop(wipCtx, cfg.Hooks.WIP, every, in.Consumer.Assigned()); err != nil {
+				cfg.Fail(asProcessError(cfg, err))
+			}
+		})
+	}
+	seed := maphash.MakeSeed()
+	send := func(ch chan []inflight[T], chunk []inflight[T]) bool {
+		select {
+		case ch <- chunk:
+			return true
+		case <-hard.Done():
+			r.nack(chunk)
+			return false
+		}
+	}
+	dispatch := func(items []inflight[T]) bool {
+		switch mode {
+		case chunkWhole:
+			return send(chans[0], items)
+		case chunkByKey:
+			per := make([][]inflight[T], workers)
+			for i := range items {
+				k := 0
+				if keys := items[i].msg.Keys; len(keys) > 0 {
+					k = int(maphash.String(seed, joinKeys(items[i].msg)) % uint64(workers))
+				}
+				per[k] = append(per[k], items[i])
+			}
+			ok := true
+			for k, chunk := range per {
+				if len(chunk) == 0 {
+					continue
+				}
+				if !ok {
+					r.nack(chunk)
+					continue
+				}
+				ok = send(chans[k], chunk)
+			}
+			return ok && !failed.Load()
+		}
+		size := (len(items) + workers - 1) / workers
+		for len(items) > 0 {
+			n := min(size, len(items))
+			if !send(chans[0], items[:n:n]) {
+				r.nack(items[n:])
+				return false
+			}
+			items = items[n:]
+		}
+		return !failed.Load()
+	}
+	err := r.loop(stop, dispatch)
+	for _, ch := range chans {
+		close(ch)
+	}
+	wg.Wait()
+	derr := r.drain()
+	stopWIP()
+	wipWG.Wait()
+	if err != nil {
+		return asProcessError(cfg, err)
+	}
+	if derr != nil && !errors.Is(derr, isb.ErrClosed) {
+		return asProcessError(cfg, derr)
+	}
+	return nil
+}
+
+// asProcessError names the vertex and replica in err unless it already does.
+func asProcessError(cfg Config, err error) error {
+	var pe *ProcessError
+	if errors.As(err, &pe) {
+		return err
+	}
+	return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, Err: err}
+}
+
+// exhausted applies the retry policy's verdict to a message whose attempts
+// are used up: it returns nil when the message is to be dropped (and
+// counts it), or the error that fails the pipeline.
+func exhausted(ctx context.Context, cfg Config, id string, attempts int, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if cfg.Options.Retry.OnExhausted == vertex.DropMessage {
+		cfg.Counters.dropped.Add(1)
+		if cfg.Logger != nil {
+			cfg.Logger.Warn("message dropped after retries", zap.String("vertex", cfg.Vertex),
+				zap.Int("replica", cfg.Replica), zap.String("id", id), zap.Int("attempts", attempts), zap.Error(err))
+		}
+		return nil
+	}
+	return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, MessageID: id, Attempts: attempts, Err: err}
+}

@@ -1,0 +1,171 @@
+package forwarder
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/runnel-dev/runnel/vertex"
+)
+
+// AppendFunc is the allocation-free form of a map function that RunMap
+// takes: it appends the outputs of m to outs and returns the extended
+// slice. On error what it appended is discarded.
+type AppendFunc[In, Out any] func(ctx context.Context, m vertex.Message[In], outs []vertex.Message[Out]) ([]vertex.Message[Out], error)
+
+// FromMapFunc adapts a vertex.MapFunc.
+func FromMapFunc[In, Out any](fn vertex.MapFunc[In, Out]) AppendFunc[In, Out] {
+	return func(ctx context.Context, m vertex.Message[In], outs []vertex.Message[Out]) ([]vertex.Message[Out], error) {
+		res, err := fn(ctx, m)
+		return append(outs, res...), err
+	}
+}
+
+// FromValueFunc adapts a function of values: its output keeps the input's
+// metadata ([vertex.Derive]).
+func FromValueFunc[In, Out any](fn func(context.Context, In) (Out, error)) AppendFunc[In, Out] {
+	return func(ctx context.Context, m vertex.Message[In], outs []vertex.Message[Out]) ([]vertex.Message[Out], error) {
+		v, err := fn(ctx, m.Value)
+		if err != nil {
+			return outs, err
+		}
+		return append(outs, vertex.Derive(m, v)), nil
+	}
+}
+
+// RunMap runs one replica of a map vertex: fn is called for every input
+// (concurrently up to Options.Concurrency, in order per key with
+// Options.OrderByKey) and a chunk's inputs are acked once all their outputs
+// are written to edges. See runReplica for hard and stop.
+func RunMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn AppendFunc[In, Out]) error {
+	var w *Writer[Out]
+	return runReplica(hard, stop, cfg, in, modeOf(cfg), func(r *reader[In]) handler[In] {
+		if w == nil {
+			w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, r.watermark)
+		}
+		buf := &WriteBuffer[Out]{}
+		var outs []vertex.Message[Out]
+		return func(ctx context.Context, chunk []inflight[In]) error {
+			outs = outs[:0]
+			for i := range chunk {
+				m := &chunk[i].msg
+				mark := len(outs)
+				res, err := fn(ctx, *m, outs)
+				if err != nil {
+					// outs keeps its length until a call succeeds, so a
+					// failed call's partial appends are overwritten.
+					var attempts int
+					res, attempts, err = retryAfter(ctx, cfg.Options.Retry, cfg.Counters, err, func() ([]vertex.Message[Out], error) {
+						return fn(ctx, *m, outs[:mark])
+					})
+					if err != nil {
+						if err := exhausted(ctx, cfg, m.ID, attempts, err); err != nil {
+							return err
+						}
+						continue
+					}
+				}
+				outs = res
+			}
+			err := w.Write(ctx, outs, buf)
+			clear(outs)
+			return err
+		}
+	})
+}
+
+// RunMapStream runs one replica of a map-stream vertex: each output fn
+// emits is written before emit returns; the input is acked when fn returns
+// nil. A retried call emits its outputs again.
+func RunMapStream[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn vertex.MapStreamFunc[In, Out]) error {
+	var w *Writer[Out]
+	return runReplica(hard, stop, cfg, in, modeOf(cfg), func(r *reader[In]) handler[In] {
+		if w == nil {
+			w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, r.watermark)
+		}
+		buf := &WriteBuffer[Out]{}
+		one := make([]vertex.Message[Out], 1)
+		return func(ctx context.Context, chunk []inflight[In]) error {
+			emit := func(m vertex.Message[Out]) error {
+				one[0] = m
+				err := w.Write(ctx, one, buf)
+				one[0] = vertex.Message[Out]{}
+				return err
+			}
+			for i := range chunk {
+				m := chunk[i].msg
+				call := func() (struct{}, error) { return struct{}{}, fn(ctx, m, emit) }
+				if _, err := call(); err != nil {
+					_, attempts, err := retryAfter(ctx, cfg.Options.Retry, cfg.Counters, err, call)
+					if err != nil {
+						if err := exhausted(ctx, cfg, m.ID, attempts, err); err != nil {
+							return err
+						}
+					}
+				}
+			}
+			return nil
+		}
+	})
+}
+
+// RunBatchMap runs one replica of a batch-map vertex: fn is called once per
+// read batch, and the batch is acked when all outputs are written. When
+// the retries of a batch are exhausted under DropMessage, the whole batch
+// is dropped.
+func RunBatchMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn vertex.BatchMapFunc[In, Out]) error {
+	var w *Writer[Out]
+	return runReplica(hard, stop, cfg, in, chunkWhole, func(r *reader[In]) handler[In] {
+		if w == nil {
+			w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, r.watermark)
+		}
+		buf := &WriteBuffer[Out]{}
+		var msgs []vertex.Message[In]
+		var outs []vertex.Message[Out]
+		return func(ctx context.Context, chunk []inflight[In]) error {
+			msgs = msgs[:0]
+			for i := range chunk {
+				msgs = append(msgs, chunk[i].msg)
+			}
+			defer clear(msgs)
+			call := func() ([][]vertex.Message[Out], error) {
+				res, err := fn(ctx, msgs)
+				if err == nil && len(res) != len(msgs) {
+					// A programming error, not a transient one: fail at once.
+					return nil, &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica,
+						Err: fmt.Errorf("%w: batch map returned %d results for %d messages", vertex.ErrResultCount, len(res), len(msgs))}
+				}
+				return res, err
+			}
+			res, err := call()
+			if err != nil {
+				if _, ok := err.(*ProcessError); ok {
+					return err
+				}
+				var attempts int
+				res, attempts, err = retryAfter(ctx, cfg.Options.Retry, cfg.Counters, err, call)
+				if err != nil {
+					if err := exhausted(ctx, cfg, msgs[0].ID, attempts, err); err != nil {
+						return err
+					}
+					cfg.Counters.dropped.Add(int64(len(msgs) - 1)) // exhausted counted one
+					return nil
+				}
+			}
+			outs = outs[:0]
+			for _, o := range res {
+				outs = append(outs, o...)
+			}
+			err = w.Write(ctx, outs, buf)
+			clear(outs)
+			return err
+		}
+	})
+}
+
+// modeOf picks how batches are split among workers.
+func modeOf(cfg Config) chunking {
+	if cfg.Options.OrderByKey {
+		return chunkByKey
+	}
+	return chunkSpread
+}

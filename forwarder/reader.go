@@ -1,0 +1,287 @@
+package forwarder
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/runnel-dev/runnel/isb"
+	"github.com/runnel-dev/runnel/tracker"
+	"github.com/runnel-dev/runnel/vertex"
+)
+
+// inflight is one message read and not yet acked. The envelope is copied
+// out of the isb batch (which may alias storage only until the next Pull or
+// Commit), so an inflight lives as long as its processing needs.
+type inflight[T any] struct {
+	msg       vertex.Message[T]
+	partition int
+	offset    int64
+}
+
+// reader pulls a replica's partitions under the in-flight semaphore, tracks
+// what it hands on, and commits what is acked.
+type reader[T any] struct {
+	c         *isb.PullConsumer[vertex.Message[T]]
+	tr        *tracker.Tracker[struct{}]
+	sem       *semaphore.Weighted
+	batch     int
+	max       int
+	counters  *Counters
+	fetch     WatermarkFetcher
+	onCommit  func()
+	headWM    atomic.Int64 // newest watermark read, unix ns (0: none)
+	delivered []atomic.Int64
+	// Owned by the reader goroutine.
+	committed []int64
+
+	mu         sync.Mutex // guards the fields below
+	dirty      []bool     // partitions with acks not yet committed
+	anyDirty   bool
+	pullCancel context.CancelFunc // interrupts the Pull in progress
+}
+
+func newReader[T any](c *isb.PullConsumer[vertex.Message[T]], partitions, batch, maxInFlight int, counters *Counters, fetch WatermarkFetcher, onCommit func()) *reader[T] {
+	r := &reader[T]{
+		c: c, tr: tracker.New[struct{}](partitions), sem: semaphore.NewWeighted(int64(maxInFlight)),
+		batch: batch, max: maxInFlight, counters: counters, fetch: fetch, onCommit: onCommit,
+		delivered: make([]atomic.Int64, partitions), committed: make([]int64, partitions),
+		dirty: make([]bool, partitions),
+	}
+	for i := range r.committed {
+		r.committed[i] = -1 // unknown: the first commit of a partition is always sent
+	}
+	return r
+}
+
+// loop reads until stop ends, the consumer is closed or dispatch refuses a
+// batch (the pipeline is failing), handing each batch to dispatch, which
+// owns the batch's permits from then on.
+func (r *reader[T]) loop(stop context.Context, dispatch func([]inflight[T]) bool) error {
+	held := 0
+	defer func() { r.release(held) }()
+	for {
+		if held == 0 {
+			if err := r.sem.Acquire(stop, int64(r.batch)); err != nil {
+				return nil
+			}
+			held = r.batch
+		}
+		if err := r.commitDirty(); err != nil {
+			return err
+		}
+		pctx, ok := r.beginPull(stop)
+		if !ok {
+			continue // acks arrived: commit them before waiting
+		}
+		b, err := r.c.Pull(pctx)
+		r.endPull()
+		if err != nil {
+			switch {
+			case stop.Err() != nil || errors.Is(err, isb.ErrClosed):
+				return nil
+			case errors.Is(err, context.Canceled):
+				continue // interrupted by an ack
+			}
+			return err
+		}
+		items := r.take(b)
+		r.release(held - len(items))
+		held = 0
+		if len(items) > 0 && !dispatch(items) {
+			return nil
+		}
+	}
+}
+
+// take copies batch b out of the isb, fetches watermarks and tracks every
+// offset before anything processes it. Control messages are skipped: they
+// are never tracked, so the next commit passes them.
+func (r *reader[T]) take(b isb.Batch[vertex.Message[T]]) []inflight[T] {
+	items := make([]inflight[T], 0, len(b.Items))
+	var newest time.Time
+	for i := range b.Items {
+		m := &b.Items[i]
+		off := b.Offset + int64(i)
+		if len(m.Tags) > 0 && m.HasTag(ControlTag) {
+			continue
+		}
+		it := inflight[T]{msg: *m, partition: b.Partition, offset: off}
+		if r.fetch != nil {
+			it.msg.Watermark = r.fetch.Fetch(b.Partition, off)
+			if it.msg.Watermark.After(newest) {
+				newest = it.msg.Watermark
+			}
+		}
+		// Offsets come from one consumer, strictly increasing: Insert
+		// cannot find one already tracked.
+		_ = r.tr.Insert(b.Partition, off, it.msg.Watermark, struct{}{})
+		items = append(items, it)
+	}
+	if !newest.IsZero() && newest.UnixNano() > r.headWM.Load() {
+		r.headWM.Store(newest.UnixNano())
+	}
+	// Stored after the inserts, so a commit that finds nothing in flight
+	// and commits up to delivered never passes an untracked offset.
+	r.delivered[b.Partition].Store(b.End())
+	r.counters.read.Add(int64(len(b.Items)))
+	r.counters.enter(len(items))
+	if skipped := len(b.Items) - len(items); skipped > 0 {
+		r.markDirty(b.Partition)
+	}
+	return items
+}
+
+// beginPull returns the context of the next Pull, or false when acks are
+// waiting to be committed first.
+func (r *reader[T]) beginPull(stop context.Context) (context.Context, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.anyDirty {
+		return nil, false
+	}
+	ctx, cancel := context.WithCancel(stop)
+	r.pullCancel = cancel
+	return ctx, true
+}
+
+func (r *reader[T]) endPull() {
+	r.mu.Lock()
+	if r.pullCancel != nil {
+		r.pullCancel()
+		r.pullCancel = nil
+	}
+	r.mu.Unlock()
+}
+
+// markDirty records that partition has acks to commit and interrupts a
+// waiting Pull so the reader commits them now.
+func (r *reader[T]) markDirty(partition int) {
+	r.mu.Lock()
+	r.dirty[partition] = true
+	r.anyDirty = true
+	if r.pullCancel != nil {
+		r.pullCancel()
+		r.pullCancel = nil
+	}
+	r.mu.Unlock()
+}
+
+// commitDirty commits every marked partition up to its lowest in-flight
+// offset, or up to what was delivered when nothing of it is in flight.
+func (r *reader[T]) commitDirty() error {
+	r.mu.Lock()
+	if !r.anyDirty {
+		r.mu.Unlock()
+		return nil
+	}
+	parts := make([]int, 0, 4)
+	for p, d := range r.dirty {
+		if d {
+			parts = append(parts, p)
+			r.dirty[p] = false
+		}
+	}
+	r.anyDirty = false
+	r.mu.Unlock()
+	moved := false
+	for _, p := range parts {
+		target := r.delivered[p].Load()
+		if lo, ok := r.tr.LowestOffset(p); ok {
+			target = lo
+		}
+		if target <= r.committed[p] {
+			continue
+		}
+		if err := r.c.CommitTo(p, target); err != nil {
+			return err
+		}
+		r.committed[p] = target
+		moved = true
+	}
+	if moved && r.onCommit != nil {
+		r.onCommit()
+	}
+	return nil
+}
+
+// ack finishes items: untracks them, marks their partitions for commit and
+// gives their permits back (in that order, so a reader woken by the permits
+// sees the marks).
+func (r *reader[T]) ack(items []inflight[T]) {
+	for i := range items {
+		r.tr.Delete(items[i].partition, items[i].offset)
+	}
+	// Marked after every delete: a reader woken by the first mark must
+	// find the whole chunk gone, or it would commit short and never be
+	// told again. A chunk comes from one batch: one partition.
+	last := -1
+	for i := range items {
+		if p := items[i].partition; p != last {
+			r.markDirty(p)
+			last = p
+		}
+	}
+	r.counters.acked.Add(int64(len(items)))
+	r.counters.inFlight.Add(-int64(len(items)))
+	r.release(len(items))
+}
+
+// nack gives up on items without acking them: they stay tracked, so the
+// partition's commit stays below them and they are read again after a
+// restart (durable storage).
+func (r *reader[T]) nack(items []inflight[T]) {
+	r.counters.inFlight.Add(-int64(len(items)))
+	r.release(len(items))
+}
+
+func (r *reader[T]) release(n int) {
+	if n > 0 {
+		r.sem.Release(int64(n))
+	}
+}
+
+// drain waits until every permit is back (every message acked or nacked),
+// then commits what was acked.
+func (r *reader[T]) drain() error {
+	_ = r.sem.Acquire(context.Background(), int64(r.max))
+	defer r.sem.Release(int64(r.max))
+	return r.commitDirty()
+}
+
+// watermark is the replica's watermark for the publisher: the lowest
+// in-flight watermark, or the newest read when nothing is in flight.
+func (r *reader[T]) watermark() time.Time {
+	if wm, ok := r.tr.LowestWatermark(); ok {
+		return wm
+	}
+	if ns := r.headWM.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
+
+// wipLoop reports the in-flight range of each partition every interval
+// until ctx ends.
+func (r *reader[T]) wipLoop(ctx context.Context, wip WIPMarker, every time.Duration, partitions []int) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		for _, p := range partitions {
+			if lo, ok := r.tr.LowestOffset(p); ok {
+				if err := wip.InProgress(ctx, p, lo, r.delivered[p].Load()); err != nil && ctx.Err() == nil {
+					return err
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package forwarder
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/runnel-dev/runnel/vertex"
+)
+
+// RunSource runs one replica of a source vertex: it reads batches from src
+// until src is exhausted or soft ends, stamps them (event time, watermark,
+// lateness), writes them to edges and then acks them to src when it is a
+// vertex.Acker. Writes and acks use hard, so a batch read before soft ended
+// is still delivered. The source partition the watermark hook sees is the
+// replica index.
+func RunSource[T any](soft, hard context.Context, cfg Config, src vertex.Source[T], edges []Edge[T]) error {
+	var wm atomic.Int64 // the source watermark, unix ns
+	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, func() time.Time {
+		if ns := wm.Load(); ns != 0 {
+			return time.Unix(0, ns)
+		}
+		return time.Time{}
+	})
+	buf := &WriteBuffer[T]{}
+	acker, _ := src.(vertex.Acker[T])
+	fail := func(err error) error {
+		return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, Err: err}
+	}
+	for {
+		msgs, err := src.Read(soft, cfg.Options.BatchSize)
+		if err != nil && !errors.Is(err, io.EOF) {
+			if soft.Err() != nil {
+				return nil
+			}
+			return fail(err)
+		}
+		if n := len(msgs); n > 0 {
+			cfg.Counters.read.Add(int64(n))
+			cfg.Counters.enter(n)
+			stamp(msgs, cfg, &wm)
+			if werr := w.Write(hard, msgs, buf); werr != nil {
+				cfg.Counters.inFlight.Add(-int64(n))
+				if hard.Err() != nil {
+					return nil
+				}
+				return fail(werr)
+			}
+			if acker != nil {
+				if aerr := acker.Ack(hard, msgs); aerr != nil && hard.Err() == nil {
+					return fail(aerr)
+				}
+			}
+			cfg.Counters.acked.Add(int64(n))
+			cfg.Counters.inFlight.Add(-int64(n))
+		}
+		if err != nil { // io.EOF
+			return nil
+		}
+	}
+}
+
+// stamp gives messages without an event time the current time and, with a
+// source watermark hook, sets each message's watermark and lateness.
+func stamp[T any](msgs []vertex.Message[T], cfg Config, wm *atomic.Int64) {
+	var now, minET time.Time
+	for i := range msgs {
+		m := &msgs[i]
+		if m.EventTime.IsZero() {
+			if now.IsZero() {
+				now = time.Now()
+			}
+			m.EventTime = now
+		}
+		if minET.IsZero() || m.EventTime.Before(minET) {
+			minET = m.EventTime
+		}
+	}
+	if cfg.Hooks.Source == nil {
+		return
+	}
+	w := cfg.Hooks.Source.Observe(cfg.Replica, minET)
+	for i := range msgs {
+		msgs[i].Watermark = w
+		msgs[i].Late = msgs[i].EventTime.Before(w)
+	}
+	if !w.IsZero() {
+		wm.Store(w.UnixNano())
+	}
+}

@@ -1,0 +1,212 @@
+package forwarder
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/runnel-dev/runnel/isb"
+	"github.com/runnel-dev/runnel/vertex"
+)
+
+// Edge is one outgoing edge of a vertex: the input buffer of the vertex To.
+type Edge[T any] struct {
+	To    string                        // destination vertex
+	Topic *isb.Topic[vertex.Message[T]] // its input buffer
+	// When selects the messages the edge carries by their tags; nil
+	// carries every message.
+	When *vertex.Condition
+	// Full says what to do when Topic is full.
+	Full vertex.FullMode
+	// ByKey routes by a stable hash of the message keys; otherwise each
+	// write goes to the next partition in turn.
+	ByKey bool
+}
+
+// Writer writes a replica's outputs to its outgoing edges. It is safe for
+// concurrent use; each goroutine passes its own *WriteBuffer.
+type Writer[T any] struct {
+	edges    []edgeWriter[T]
+	counters *Counters
+	pub      WatermarkPublisher
+	wm       func() time.Time
+	anyCond  bool // some edge has a condition
+}
+
+type edgeWriter[T any] struct {
+	Edge[T]
+	parts []*isb.Producer[vertex.Message[T]] // one per partition
+	byKey isb.Router[vertex.Message[T]]
+	next  atomic.Uint64 // round-robin position
+}
+
+// WriteBuffer is one goroutine's scratch space for Writer.Write, reused
+// across calls so that writing allocates nothing.
+type WriteBuffer[T any] struct {
+	sel   []vertex.Message[T]   // messages the edge carries
+	parts [][]vertex.Message[T] // per partition, keyed routing
+}
+
+// NewWriter returns a writer to edges. wm gives the replica's watermark for
+// the publisher; both may be nil.
+func NewWriter[T any](edges []Edge[T], counters *Counters, pub WatermarkPublisher, wm func() time.Time) *Writer[T] {
+	w := &Writer[T]{edges: make([]edgeWriter[T], len(edges)), counters: counters, pub: pub, wm: wm}
+	for i, e := range edges {
+		ew := &w.edges[i]
+		ew.Edge = e
+		w.anyCond = w.anyCond || e.When != nil
+		n := e.Topic.Partitions()
+		ew.parts = make([]*isb.Producer[vertex.Message[T]], n)
+		for p := range n {
+			// The writer routes itself, so that it knows which partitions it
+			// wrote (the watermark publisher needs them): each producer
+			// appends to one partition.
+			ew.parts[p] = e.Topic.Producer(isb.BySelector(func(vertex.Message[T], int) int { return p }))
+		}
+		if e.ByKey {
+			ew.byKey = isb.ByString(joinKeys[T])
+		}
+	}
+	return w
+}
+
+// joinKeys is the routing key of a message: its keys joined.
+func joinKeys[T any](m vertex.Message[T]) string {
+	if len(m.Keys) == 1 {
+		return m.Keys[0]
+	}
+	return strings.Join(m.Keys, "\x00")
+}
+
+// Write writes msgs to every edge whose condition their tags satisfy and
+// returns when all are written (or discarded by a DiscardLatest edge). A
+// message tagged vertex.DropTag, or matching no edge, is dropped.
+func (w *Writer[T]) Write(ctx context.Context, msgs []vertex.Message[T], buf *WriteBuffer[T]) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	for i := range w.edges {
+		e := &w.edges[i]
+		sel := buf.sel[:0]
+		for k := range msgs {
+			m := &msgs[k]
+			if (len(m.Tags) > 0 && m.HasTag(vertex.DropTag)) || !e.When.Match(m.Tags) {
+				continue
+			}
+			sel = append(sel, *m)
+		}
+		buf.sel = sel
+		if len(sel) == 0 {
+			continue
+		}
+		if err := w.writeEdge(ctx, e, sel, buf); err != nil {
+			return err
+		}
+	}
+	// A message counts as dropped when it went to no edge at all.
+	if dropped := w.countUnrouted(msgs); dropped > 0 {
+		w.counters.dropped.Add(int64(dropped))
+	}
+	clear(buf.sel) // let the values be collected
+	return nil
+}
+
+// countUnrouted counts the messages of msgs that no edge carries.
+func (w *Writer[T]) countUnrouted(msgs []vertex.Message[T]) int {
+	n := 0
+	for k := range msgs {
+		m := &msgs[k]
+		if len(m.Tags) == 0 && !w.anyCond {
+			continue // fast path: an untagged message goes to every unconditional edge
+		}
+		if m.HasTag(vertex.DropTag) {
+			n++
+			continue
+		}
+		carried := false
+		for i := range w.edges {
+			if w.edges[i].When.Match(m.Tags) {
+				carried = true
+				break
+			}
+		}
+		if !carried {
+			n++
+		}
+	}
+	return n
+}
+
+func (w *Writer[T]) writeEdge(ctx context.Context, e *edgeWriter[T], sel []vertex.Message[T], buf *WriteBuffer[T]) error {
+	n := len(e.parts)
+	if e.byKey == nil || n == 1 {
+		p := 0
+		if n > 1 {
+			p = int(e.next.Add(1) % uint64(n))
+		}
+		return w.produce(ctx, e, p, sel)
+	}
+	if len(buf.parts) < n {
+		buf.parts = make([][]vertex.Message[T], n)
+	}
+	for p := range n {
+		buf.parts[p] = buf.parts[p][:0]
+	}
+	for k := range sel {
+		p, err := e.byKey.Route(sel[k], n, 0)
+		if err != nil {
+			return err
+		}
+		buf.parts[p] = append(buf.parts[p], sel[k])
+	}
+	for p := range n {
+		if len(buf.parts[p]) == 0 {
+			continue
+		}
+		if err := w.produce(ctx, e, p, buf.parts[p]); err != nil {
+			return err
+		}
+		clear(buf.parts[p])
+	}
+	return nil
+}
+
+// produce appends items to partition p of e, waiting for room or
+// discarding what does not fit, as e.Full says.
+func (w *Writer[T]) produce(ctx context.Context, e *edgeWriter[T], p int, items []vertex.Message[T]) error {
+	prod := e.parts[p]
+	written := len(items)
+	if e.Full == vertex.DiscardLatest {
+		ok, err := prod.TryProduceBatch(ctx, items)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			// Keep what fits, in order, and discard the latest rest.
+			written = 0
+			for _, it := range items {
+				ok, err := prod.TryProduce(ctx, it)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					break
+				}
+				written++
+			}
+			w.counters.dropped.Add(int64(len(items) - written))
+		}
+	} else if err := prod.ProduceBatch(ctx, items); err != nil {
+		return err
+	}
+	w.counters.written.Add(int64(written))
+	if w.pub != nil && written > 0 {
+		var wm time.Time
+		if w.wm != nil {
+			wm = w.wm()
+		}
+		w.pub.Publish(e.To, p, -1, wm)
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package pipeline
+
+import (
+	"errors"
+
+	"github.com/runnel-dev/runnel/forwarder"
+	"github.com/runnel-dev/runnel/isb"
+	"github.com/runnel-dev/runnel/isb/memory"
+	"github.com/runnel-dev/runnel/vertex"
+)
+
+// buffer is a vertex's input buffer, whatever its element type.
+type buffer interface {
+	pending() int64 // messages not yet committed by the vertex
+	close() error
+}
+
+// inputBuffer is the input buffer of a vertex reading T: one topic of
+// envelopes (memory storage passes them without encoding) and one consumer
+// per replica, all in the group named after the vertex.
+type inputBuffer[T any] struct {
+	topic     *isb.Topic[vertex.Message[T]]
+	group     string
+	consumers []*isb.PullConsumer[vertex.Message[T]]
+}
+
+// openBuffer creates n's input buffer as its options say.
+func openBuffer[T any](p *Pipeline, n *node) (buffer, error) {
+	topic, err := memory.NewTopic[vertex.Message[T]](p.name+"-"+n.name,
+		isb.Partitions(n.cfg.Partitions), isb.Capacity(n.cfg.BufferCapacity))
+	if err != nil {
+		return nil, err
+	}
+	cs, err := topic.PullConsumers(n.name, n.cfg.Replicas, isb.BatchSize(n.cfg.BatchSize), isb.ManualCommit())
+	if err != nil {
+		return nil, errors.Join(err, topic.Close())
+	}
+	return &inputBuffer[T]{topic: topic, group: n.name, consumers: cs}, nil
+}
+
+func (b *inputBuffer[T]) pending() int64 { return b.topic.Pending(b.group) }
+
+func (b *inputBuffer[T]) close() error {
+	var errs []error
+	for _, c := range b.consumers {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(append(errs, b.topic.Close())...)
+}
+
+// inputOf is replica r's side of n's input buffer.
+func inputOf[T any](n *node, r int) forwarder.Input[T] {
+	b := n.in.(*inputBuffer[T])
+	return forwarder.Input[T]{Consumer: b.consumers[r], Partitions: n.cfg.Partitions}
+}
+
+// edgesFor returns the outgoing edges of n, a vertex emitting T. The type
+// assertions cannot fail: the typed builder functions only connect a
+// Stream[T] to a vertex reading T.
+func edgesFor[T any](n *node) []forwarder.Edge[T] {
+	edges := make([]forwarder.Edge[T], 0, len(n.outs))
+	for _, e := range n.outs {
+		full := e.to.cfg.FullMode
+		if e.full != nil {
+			full = *e.full
+		}
+		edges = append(edges, forwarder.Edge[T]{
+			To:    e.to.name,
+			Topic: e.to.in.(*inputBuffer[T]).topic,
+			When:  e.when,
+			Full:  full,
+			ByKey: e.to.cfg.PartitionByKey,
+		})
+	}
+	return edges
+}

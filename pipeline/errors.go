@@ -1,0 +1,45 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors of package pipeline, matched with errors.Is.
+var (
+	// ErrDuplicateName: two vertices share a name.
+	ErrDuplicateName = errors.New("pipeline: duplicate vertex name")
+	// ErrInvalidName: a pipeline or vertex name is empty or has characters
+	// other than letters, digits, '-' and '_'.
+	ErrInvalidName = errors.New("pipeline: invalid name")
+	// ErrNoInput: a map or sink vertex has no input stream.
+	ErrNoInput = errors.New("pipeline: vertex has no input")
+	// ErrNoOutput: a source or map vertex feeds no other vertex.
+	ErrNoOutput = errors.New("pipeline: vertex has no output")
+	// ErrUnknownEdge: a stream comes from another pipeline.
+	ErrUnknownEdge = errors.New("pipeline: edge from a vertex of another pipeline")
+	// ErrDuplicateEdge: the same stream feeds one vertex twice.
+	ErrDuplicateEdge = errors.New("pipeline: duplicate edge")
+	// ErrCycle: the edges form a cycle.
+	ErrCycle = errors.New("pipeline: cycle")
+	// ErrNilFunc: a vertex was given a nil function, source or sink.
+	ErrNilFunc = errors.New("pipeline: nil function, source or sink")
+	// ErrInvalidOption: a pipeline option is out of range.
+	ErrInvalidOption = errors.New("pipeline: invalid option")
+	// ErrRunning: Run was called on a pipeline that has already run.
+	ErrRunning = errors.New("pipeline: already run")
+	// ErrDrainTimeout: after ctx was cancelled, draining took longer than
+	// the DrainTimeout; what was still in flight was abandoned.
+	ErrDrainTimeout = errors.New("pipeline: drain timeout")
+)
+
+// VertexError reports a problem of one vertex.
+type VertexError struct {
+	Vertex string
+	Err    error
+}
+
+func (e *VertexError) Error() string { return fmt.Sprintf("pipeline: vertex %q: %v", e.Vertex, e.Err) }
+
+// Unwrap returns the problem.
+func (e *VertexError) Unwrap() error { return e.Err }

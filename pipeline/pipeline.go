@@ -1,0 +1,159 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/runnel-dev/runnel/forwarder"
+	"github.com/runnel-dev/runnel/vertex"
+)
+
+// Pipeline is a graph of vertices under construction, then running. Build
+// it from one goroutine; Stats may be called from any goroutine, also while
+// Run runs.
+type Pipeline struct {
+	name  string
+	opts  []Option
+	nodes []*node
+	names map[string]*node
+	errs  []error // problems found while building, reported by Run
+
+	mu   sync.Mutex // guards ran and the runtime state of nodes
+	ran  bool
+	live bool // buffers open: Stats may ask them
+}
+
+// Option configures a pipeline.
+type Option func(*config)
+
+type config struct {
+	logger       *zap.Logger
+	drainTimeout time.Duration
+	hooks        func(vertex string, replica int) forwarder.Hooks
+}
+
+// WithLogger logs the pipeline's life and problems on l (nil, the
+// default, logs nothing).
+func WithLogger(l *zap.Logger) Option { return func(c *config) { c.logger = l } }
+
+// DrainTimeout bounds how long Run drains after ctx is cancelled (default
+// 1 minute; 0 waits as long as it takes). When it expires, Run abandons
+// what is in flight and returns ErrDrainTimeout.
+func DrainTimeout(d time.Duration) Option { return func(c *config) { c.drainTimeout = d } }
+
+// WithHooks gives each replica its watermark and work-in-progress hooks
+// (default none). f is called once per replica when Run starts.
+func WithHooks(f func(vertex string, replica int) forwarder.Hooks) Option {
+	return func(c *config) { c.hooks = f }
+}
+
+func newConfig(opts []Option) (config, error) {
+	c := config{drainTimeout: time.Minute}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.logger == nil {
+		c.logger = zap.NewNop()
+	}
+	if c.drainTimeout < 0 {
+		return c, fmt.Errorf("%w: DrainTimeout must not be negative (got %v)", ErrInvalidOption, c.drainTimeout)
+	}
+	return c, nil
+}
+
+// New returns an empty pipeline. name names its buffers and logs: letters,
+// digits, '-' and '_'. Options are validated by Run.
+func New(name string, opts ...Option) *Pipeline {
+	p := &Pipeline{name: name, opts: opts, names: map[string]*node{}}
+	if !validName(name) {
+		p.errs = append(p.errs, fmt.Errorf("%w: pipeline name %q: use letters, digits, '-' and '_'", ErrInvalidName, name))
+	}
+	return p
+}
+
+// Name returns the pipeline's name.
+func (p *Pipeline) Name() string { return p.name }
+
+func validName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// kind is what a vertex does.
+type kind uint8
+
+const (
+	kindSource kind = iota
+	kindMap
+	kindSink
+)
+
+func (k kind) String() string {
+	return [...]string{"source", "map", "sink"}[k]
+}
+
+// node is one vertex. The typed parts (its input buffer, its replicas'
+// loops) are closures made by the generic builder functions, so the rest of
+// the package handles every vertex alike.
+type node struct {
+	name        string
+	kind        kind
+	opts        []vertex.Option
+	cfg         vertex.Config // set by validate
+	ins         []streamPart  // edges into the node
+	outs        []outEdge     // edges out of the node, set by validate
+	check       func() error  // the vertex's own validation (nil function, source options)
+	hasFallback bool          // a sink with a fallback sink
+
+	// open creates the node's input buffer (not for sources).
+	open func(p *Pipeline, n *node) (buffer, error)
+	// run runs replica r until it is done.
+	run func(rt *runtime, n *node, r int) error
+	// closers are the user's sources and sinks with a Close method.
+	closers []func() error
+
+	// Runtime state, set by Run.
+	in         buffer
+	counters   []*forwarder.Counters
+	final      int64              // pending of the closed buffer
+	done       chan struct{}      // closed when every replica has stopped
+	stop       context.Context    // ends: the replicas stop reading (drained)
+	stopCancel context.CancelFunc //
+	commits    chan struct{}      // a replica committed: recheck the drain
+}
+
+// outEdge is an edge out of a node, as validate resolved it.
+type outEdge struct {
+	to   *node
+	when *vertex.Condition
+	full *vertex.FullMode // nil: the destination's BufferFull
+}
+
+// add registers a new vertex, recording a build error for a bad or
+// duplicate name.
+func (p *Pipeline) add(name string, k kind, opts []vertex.Option) *node {
+	n := &node{name: name, kind: k, opts: opts}
+	switch {
+	case !validName(name):
+		p.errs = append(p.errs, &VertexError{Vertex: name, Err: fmt.Errorf("%w: use letters, digits, '-' and '_'", ErrInvalidName)})
+	case p.names[name] != nil:
+		p.errs = append(p.errs, &VertexError{Vertex: name, Err: ErrDuplicateName})
+	default:
+		p.names[name] = n
+	}
+	p.nodes = append(p.nodes, n)
+	return n
+}

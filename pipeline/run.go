@@ -1,0 +1,223 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/runnel-dev/runnel/forwarder"
+)
+
+// runtime is the state of one Run.
+type runtime struct {
+	cfg  config
+	log  *zap.Logger
+	soft context.Context // ends: sources stop reading and the pipeline drains
+	hard context.Context // ends: everything stops at once (an error)
+
+	softCancel, hardCancel context.CancelFunc
+
+	mu    sync.Mutex
+	first error
+}
+
+// fail records err if it is the first error and stops everything.
+func (rt *runtime) fail(err error) {
+	rt.mu.Lock()
+	if rt.first == nil {
+		rt.first = err
+		rt.log.Error("pipeline failing", zap.Error(err))
+	}
+	rt.mu.Unlock()
+	rt.hardCancel()
+	rt.softCancel()
+}
+
+func (rt *runtime) err() error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.first
+}
+
+// replicaConfig is what the forwarder of replica r of n needs.
+func (rt *runtime) replicaConfig(n *node, r int) forwarder.Config {
+	c := forwarder.Config{
+		Vertex: n.name, Replica: r, Options: n.cfg, Counters: n.counters[r],
+		Logger: rt.log.With(zap.String("vertex", n.name), zap.Int("replica", r)),
+		Fail:   rt.fail,
+		OnCommit: func() {
+			select {
+			case n.commits <- struct{}{}:
+			default: // a signal is already pending
+			}
+		},
+	}
+	if rt.cfg.hooks != nil {
+		c.Hooks = rt.cfg.hooks(n.name, r)
+	}
+	return c
+}
+
+// Run validates the pipeline, opens its buffers and runs every replica of
+// every vertex until the sources are exhausted or ctx is cancelled, and the
+// pipeline is drained: each vertex stops once all the vertices feeding it
+// have stopped and everything in its buffer has been processed and acked.
+// It returns nil then, or the first error (which stops everything at once,
+// leaving unacked messages uncommitted). A pipeline runs once.
+func (p *Pipeline) Run(ctx context.Context) error {
+	p.mu.Lock()
+	if p.ran {
+		p.mu.Unlock()
+		return ErrRunning
+	}
+	p.ran = true
+	p.mu.Unlock()
+	cfg, err := p.validate()
+	if err != nil {
+		return err
+	}
+	if err := p.open(); err != nil {
+		return err
+	}
+	rt := &runtime{cfg: cfg, log: cfg.logger.With(zap.String("pipeline", p.name))}
+	rt.soft, rt.softCancel = context.WithCancel(ctx)
+	// Writes and acks outlive ctx: a cancelled pipeline still drains.
+	rt.hard, rt.hardCancel = context.WithCancel(context.WithoutCancel(ctx))
+	defer rt.softCancel()
+	defer rt.hardCancel()
+	rt.log.Info("pipeline starting", zap.Int("vertices", len(p.nodes)))
+	p.start(ctx, rt)
+	err = errors.Join(rt.err(), p.close())
+	rt.log.Info("pipeline stopped", zap.Error(err))
+	return err
+}
+
+// open creates every input buffer and the counters.
+func (p *Pipeline) open() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, n := range p.nodes {
+		n.counters = make([]*forwarder.Counters, n.cfg.Replicas)
+		for r := range n.counters {
+			n.counters[r] = new(forwarder.Counters)
+		}
+		if n.kind == kindSource {
+			continue
+		}
+		b, err := n.open(p, n)
+		if err != nil {
+			errs := []error{&VertexError{Vertex: n.name, Err: err}}
+			for _, m := range p.nodes {
+				if m.in != nil {
+					errs = append(errs, m.in.close())
+					m.in = nil
+				}
+			}
+			return errors.Join(errs...)
+		}
+		n.in = b
+	}
+	p.live = true
+	return nil
+}
+
+// start runs every vertex and returns when all have stopped.
+func (p *Pipeline) start(ctx context.Context, rt *runtime) {
+	for _, n := range p.nodes {
+		n.done = make(chan struct{})
+		if n.kind != kindSource {
+			n.stop, n.stopCancel = context.WithCancel(rt.hard)
+			n.commits = make(chan struct{}, 1)
+		}
+	}
+	var all sync.WaitGroup
+	for _, n := range p.nodes {
+		var replicas sync.WaitGroup
+		for r := range n.cfg.Replicas {
+			replicas.Go(func() {
+				if err := n.run(rt, n, r); err != nil {
+					rt.fail(err)
+				}
+			})
+		}
+		all.Go(func() {
+			replicas.Wait()
+			close(n.done)
+		})
+		if n.kind != kindSource {
+			all.Go(func() { p.drainWhenDone(rt, n) })
+		}
+	}
+	finished := make(chan struct{})
+	all.Go(func() { rt.drainDeadline(ctx, finished) })
+	for _, n := range p.nodes {
+		<-n.done
+	}
+	close(finished)
+	all.Wait()
+}
+
+// drainWhenDone stops n once every vertex feeding it has stopped and its
+// buffer holds nothing uncommitted: nothing more can arrive and everything
+// that did is processed. Replicas signal every commit, so the check runs
+// exactly when the answer may have changed.
+func (p *Pipeline) drainWhenDone(rt *runtime, n *node) {
+	defer n.stopCancel()
+	for _, part := range n.ins {
+		select {
+		case <-part.from.done:
+		case <-rt.hard.Done():
+			return
+		}
+	}
+	for n.in.pending() > 0 {
+		select {
+		case <-n.commits:
+		case <-rt.hard.Done():
+			return
+		}
+	}
+}
+
+// drainDeadline fails the pipeline with ErrDrainTimeout when it has not
+// finished draining DrainTimeout after ctx was cancelled.
+func (rt *runtime) drainDeadline(ctx context.Context, finished <-chan struct{}) {
+	select {
+	case <-finished:
+		return
+	case <-ctx.Done():
+	}
+	if rt.cfg.drainTimeout == 0 {
+		return
+	}
+	t := time.NewTimer(rt.cfg.drainTimeout)
+	defer t.Stop()
+	select {
+	case <-finished:
+	case <-t.C:
+		rt.fail(ErrDrainTimeout)
+	}
+}
+
+// close closes the buffers and the user's sources and sinks.
+func (p *Pipeline) close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var errs []error
+	for _, n := range p.nodes {
+		if n.in != nil {
+			n.final = n.in.pending()
+			errs = append(errs, n.in.close())
+		}
+		for _, c := range n.closers {
+			if err := c(); err != nil {
+				errs = append(errs, &VertexError{Vertex: n.name, Err: err})
+			}
+		}
+	}
+	p.live = false
+	return errors.Join(errs...)
+}

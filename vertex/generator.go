@@ -1,0 +1,153 @@
+package vertex
+
+import (
+	"context"
+	"io"
+	"math"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// GeneratorOption configures [Generator].
+type GeneratorOption func(*genConfig)
+
+type genConfig struct {
+	rate      float64 // messages per second over all replicas, 0 unlimited
+	count     int64   // messages in total, 0 unlimited
+	keys      int     // distinct keys, 0 none
+	eventTime func(i int64) time.Time
+}
+
+// Rate limits the generator to perSecond messages per second over all
+// replicas (default unlimited).
+func Rate(perSecond float64) GeneratorOption { return func(c *genConfig) { c.rate = perSecond } }
+
+// Count ends the generator after n messages (default unlimited).
+func Count(n int64) GeneratorOption { return func(c *genConfig) { c.count = n } }
+
+// Keys gives message i the single key "k<i mod n>" (default: no keys).
+func Keys(n int) GeneratorOption { return func(c *genConfig) { c.keys = n } }
+
+// EventTimes sets the event time of message i (default: the time it is read).
+func EventTimes(f func(i int64) time.Time) GeneratorOption {
+	return func(c *genConfig) { c.eventTime = f }
+}
+
+// GeneratorSource is the [Source] returned by [Generator].
+type GeneratorSource[T any] struct {
+	value func(i int64) T
+	cfg   genConfig
+	keys  [][]string // keys[i%n], shared by the messages of one key
+	next  atomic.Int64
+	start atomic.Int64 // unix nanoseconds of the first Read, for the rate
+}
+
+// Generator returns a source of the messages value(0), value(1), ... with
+// IDs "0", "1", ... It is safe for concurrent use by replicas, which share
+// the sequence, the count and the rate. Bad options are reported by
+// Validate, which the pipeline calls before it starts.
+func Generator[T any](value func(i int64) T, opts ...GeneratorOption) *GeneratorSource[T] {
+	g := &GeneratorSource[T]{value: value}
+	for _, o := range opts {
+		if o != nil {
+			o(&g.cfg)
+		}
+	}
+	if g.cfg.keys > 0 {
+		g.keys = make([][]string, g.cfg.keys)
+		for i := range g.keys {
+			g.keys[i] = []string{"k" + strconv.Itoa(i)}
+		}
+	}
+	return g
+}
+
+// Validate reports the first bad option as an *OptionError.
+func (g *GeneratorSource[T]) Validate() error {
+	switch {
+	case g.value == nil:
+		return &OptionError{Option: "Generator", Value: nil, Reason: "needs a value function"}
+	case g.cfg.rate < 0 || math.IsNaN(g.cfg.rate) || math.IsInf(g.cfg.rate, 0):
+		return &OptionError{Option: "Rate", Value: g.cfg.rate, Reason: "must be 0 (unlimited) or a positive finite number"}
+	case g.cfg.count < 0:
+		return &OptionError{Option: "Count", Value: g.cfg.count, Reason: "must be 0 (unlimited) or positive"}
+	case g.cfg.keys < 0:
+		return &OptionError{Option: "Keys", Value: g.cfg.keys, Reason: "must be 0 (no keys) or positive"}
+	}
+	return nil
+}
+
+// Read returns up to maxN messages, waiting as the rate requires, and
+// io.EOF once Count messages were generated.
+func (g *GeneratorSource[T]) Read(ctx context.Context, maxN int) ([]Message[T], error) {
+	for {
+		first, n, wait := g.reserve(maxN)
+		if n > 0 {
+			return g.build(first, n), nil
+		}
+		if wait < 0 {
+			return nil, io.EOF
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// reserve claims up to maxN sequence numbers. It returns n = 0 with the time
+// to wait for the rate, or wait < 0 when the count is used up.
+func (g *GeneratorSource[T]) reserve(maxN int) (first int64, n int, wait time.Duration) {
+	now := time.Now().UnixNano()
+	g.start.CompareAndSwap(0, now)
+	for {
+		cur := g.next.Load()
+		limit := int64(math.MaxInt64)
+		if g.cfg.count > 0 {
+			if cur >= g.cfg.count {
+				return 0, 0, -1
+			}
+			limit = g.cfg.count
+		}
+		if g.cfg.rate > 0 {
+			// Message i is due at start + i/rate; one is due at once.
+			due := int64(float64(now-g.start.Load())/1e9*g.cfg.rate) + 1
+			if due <= cur {
+				at := g.start.Load() + int64(float64(cur)/g.cfg.rate*1e9)
+				return 0, 0, time.Duration(max(at-now, int64(time.Microsecond)))
+			}
+			limit = min(limit, due)
+		}
+		n := min(int64(maxN), limit-cur)
+		if g.next.CompareAndSwap(cur, cur+n) {
+			return cur, int(n), 0
+		}
+	}
+}
+
+func (g *GeneratorSource[T]) build(first int64, n int) []Message[T] {
+	out := make([]Message[T], n)
+	var now time.Time
+	if g.cfg.eventTime == nil {
+		now = time.Now() // one clock read per batch: the batch is read at once
+	}
+	for k := range out {
+		i := first + int64(k)
+		m := &out[k]
+		m.ID = strconv.FormatInt(i, 10)
+		m.Value = g.value(i)
+		if g.cfg.eventTime != nil {
+			m.EventTime = g.cfg.eventTime(i)
+		} else {
+			m.EventTime = now
+		}
+		if g.keys != nil {
+			m.Keys = g.keys[i%int64(len(g.keys))]
+		}
+	}
+	return out
+}

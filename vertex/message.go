@@ -1,0 +1,70 @@
+package vertex
+
+import "time"
+
+// Message is the envelope every vertex receives and emits: the user's value
+// plus the metadata the runtime routes and orders by.
+//
+// Keys, Tags and Headers are shared, not copied, when a message moves between
+// vertices: treat them as immutable once a message is emitted, and build new
+// slices or maps to change them.
+type Message[T any] struct {
+	// ID identifies the message. Built-in sources set a unique ID; [Derive]
+	// keeps the input's ID so a message can be followed through a pipeline.
+	ID string
+	// EventTime is when the event happened. Sources that leave it zero get
+	// the time they were read.
+	EventTime time.Time
+	// Watermark is the event-time progress of the reading vertex when the
+	// message was read: no message with an earlier event time is expected
+	// any more, unless Late. It is set by the reader; what a UDF sets here
+	// is ignored.
+	Watermark time.Time
+	// Keys route the message to a partition when the destination vertex
+	// partitions by key ([PartitionByKey], [OrderByKey]), and group it in
+	// reduce vertices.
+	Keys []string
+	// Tags select the outgoing edges whose [Condition] they satisfy. The
+	// [DropTag] discards the message.
+	Tags []string
+	// Headers are free-form metadata carried along.
+	Headers map[string]string
+	// Value is the user's payload.
+	Value T
+	// Late reports that the event time was already behind the watermark
+	// when a source read the message.
+	Late bool
+}
+
+// DropTag, among a message's tags, discards it: the writer forwards it to no
+// edge, acks its input and counts it as dropped.
+const DropTag = "runnel/drop"
+
+// ReservedTagPrefix starts the tags the runtime reserves for itself (such as
+// [DropTag] and watermark control messages); user tags must not use it.
+const ReservedTagPrefix = "runnel/"
+
+// Derive returns an output message carrying in's ID, event time, keys, tags
+// and headers with value v: the usual way for a map function to emit.
+func Derive[Out, In any](in Message[In], v Out) Message[Out] {
+	return Message[Out]{
+		ID:        in.ID,
+		EventTime: in.EventTime,
+		Watermark: in.Watermark,
+		Keys:      in.Keys,
+		Tags:      in.Tags,
+		Headers:   in.Headers,
+		Value:     v,
+		Late:      in.Late,
+	}
+}
+
+// HasTag reports whether m carries tag.
+func (m *Message[T]) HasTag(tag string) bool {
+	for _, t := range m.Tags {
+		if t == tag {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,26 @@
+package vertex
+
+import "context"
+
+// Source feeds a pipeline.
+//
+// Read blocks until at least one message is available and returns up to max
+// of them; it returns [io.EOF] (and no messages) once the source is
+// exhausted, and ctx's error when ctx ends first. Messages without an event
+// time get the time they were read. Replicas of a source vertex call Read
+// concurrently, so a Source must be safe for concurrent use; built-in
+// sources are.
+//
+// A Source that also implements [Acker] is told which messages have been
+// written downstream; one that implements io.Closer is closed once after
+// the pipeline stops.
+type Source[T any] interface {
+	Read(ctx context.Context, max int) ([]Message[T], error)
+}
+
+// Acker is implemented by sources that must learn when a message is safely
+// in the pipeline (written to every destination its tags select), for
+// example to acknowledge it to an external broker.
+type Acker[T any] interface {
+	Ack(ctx context.Context, msgs []Message[T]) error
+}
