@@ -25,11 +25,18 @@ type Backend[T any] interface {
 //
 // The topic calls Append from one goroutine at a time per partition. Read,
 // Head and Tail may run concurrently with Append and with each other, and
-// must not take the lock that Append holds.
+// must not take the lock that Append holds. Tail must be safe to poll from
+// any goroutine (readers use it to find new items, see Append). Commit,
+// Committed and Release may run concurrently with Append, Read, Head and
+// Tail; calls of Commit for one group never overlap, and calls of Release
+// never overlap. No method is called after Backend.Close.
 type Log[T any] interface {
 	// Append stores items at the tail and returns the offset of the first.
 	// On error nothing of items is visible to readers. A durable backend
 	// returns only after items are flushed as its flush policy requires.
+	// Append must not keep items (the topic reuses the slice) and must make
+	// the new Tail visible before it returns: the topic wakes readers right
+	// after it.
 	Append(items []T) (first int64, err error)
 	// Read returns up to max items starting at offset, Head() <= offset <
 	// Tail(). It may return fewer (for example at a segment boundary) but at
@@ -48,6 +55,8 @@ type Log[T any] interface {
 	// the group has none.
 	Committed(group string) (offset int64, ok bool)
 	// Release tells storage that every known group has committed below
-	// offset; storage may recycle or delete what lies below it.
+	// offset; storage may recycle or delete what lies below it. Offsets
+	// passed to Release only grow. Head may stay below offset (for example
+	// when storage frees whole segments only).
 	Release(offset int64) error
 }

@@ -1,41 +1,266 @@
 package isb
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
 
 // PullConsumer reads the partitions assigned to it within its group. One
 // goroutine at a time may call Pull, Commit and CommitTo; Close may be
 // called from any goroutine.
 type PullConsumer[T any] struct {
 	topic *Topic[T]
-	group string
+	group *group
 	cfg   consumerConfig
-	// TODO(issue 2): assigned partitions, delivered and committed offsets.
+
+	// mu is held by Pull, Commit and CommitTo, so Close can wait for the
+	// one in flight: after Close returns this consumer never commits again,
+	// and the group may get a new consumer.
+	mu        sync.Mutex
+	first     int     // assigned partitions are first..first+len(next)-1
+	next      []int64 // per assigned partition: the delivered end (next offset to read)
+	committed []int64 // per assigned partition: the group's commit, as last made
+	last      int     // index of the partition read last: Pull starts after it
+	batch     struct {
+		valid bool // a batch was delivered
+		part  int
+		end   int64
+	}
+	buf []T // Read's decode buffer, reused by every Pull
+
+	closed    atomic.Bool
+	done      chan struct{} // closed by Close: wakes a blocked Pull
+	closeOnce sync.Once
+}
+
+// PullConsumers creates n consumers for group, splitting the partitions
+// between them. A group that is new starts at the earliest retained item; a
+// group with stored commits resumes from them.
+//
+// Consumer i gets a contiguous range of partitions; with P partitions each
+// gets P/n and the first P mod n get one more (5 partitions, 2 consumers:
+// [0 1 2] and [3 4]). n must be between 1 and P (an *OptionError naming
+// Consumers otherwise). A group whose consumers are still open is
+// ErrGroupInUse; once they are all closed the group can be opened again and
+// resumes from its commits.
+func (t *Topic[T]) PullConsumers(group string, n int, opts ...ConsumerOption) ([]*PullConsumer[T], error) {
+	if err := validName("group name", group); err != nil {
+		return nil, err
+	}
+	P := t.cfg.partitions
+	if n < 1 || n > P {
+		return nil, consumersError(n, P)
+	}
+	cfg, err := newConsumerConfig(P, opts)
+	if err != nil {
+		return nil, err
+	}
+	g, err := t.join(group, n)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock() // the group's commits are guarded by the topic
+	defer t.mu.Unlock()
+	cs := make([]*PullConsumer[T], n)
+	first := 0
+	for i := range cs {
+		count := P / n
+		if i < P%n {
+			count++
+		}
+		c := &PullConsumer[T]{
+			topic:     t,
+			group:     g,
+			cfg:       cfg,
+			first:     first,
+			next:      make([]int64, count),
+			committed: make([]int64, count),
+			last:      count - 1, // the first Pull starts at the first partition
+			buf:       make([]T, cfg.batchSize),
+			done:      make(chan struct{}),
+		}
+		for j := range count {
+			c.committed[j] = g.commits[first+j]
+			c.next[j] = c.committed[j]
+		}
+		cs[i] = c
+		first += count
+	}
+	return cs, nil
+}
+
+// PullConsumer creates the single consumer of group, owning every partition.
+func (t *Topic[T]) PullConsumer(group string, opts ...ConsumerOption) (*PullConsumer[T], error) {
+	cs, err := t.PullConsumers(group, 1, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return cs[0], nil
 }
 
 // Group returns the consumer's group name.
-func (c *PullConsumer[T]) Group() string { return c.group }
+func (c *PullConsumer[T]) Group() string { return c.group.name }
 
 // Assigned returns the partitions this consumer owns, ascending.
-func (c *PullConsumer[T]) Assigned() []int { panic("isb: not implemented") }
+func (c *PullConsumer[T]) Assigned() []int {
+	ps := make([]int, len(c.next))
+	for i := range ps {
+		ps[i] = c.first + i
+	}
+	return ps
+}
 
 // Pull blocks until at least one item is available or ctx ends, and returns
 // up to BatchSize items of one partition. Under auto commit it first commits
 // the previous batch. The batch is valid until the next Pull or Commit.
+//
+// A consumer with several partitions reads them round-robin, starting after
+// the one it read last and skipping empty ones. When ctx ends Pull returns
+// ctx.Err(); when the consumer or the topic is closed, ErrClosed. A pull
+// that returns an error delivers nothing.
 func (c *PullConsumer[T]) Pull(ctx context.Context) (Batch[T], error) {
-	panic("isb: not implemented")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed.Load() || c.topic.closed.Load() {
+		return Batch[T]{}, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return Batch[T]{}, err
+	}
+	if !c.cfg.manualCommit {
+		if err := c.commitLastLocked(); err != nil {
+			return Batch[T]{}, err
+		}
+	}
+	t := c.topic
+	for {
+		if b, ok, err := c.read(); ok || err != nil {
+			return b, err
+		}
+		// Nothing to read: wait. arm before the re-check (see signal).
+		wake := t.sig.arm()
+		b, ok, err := c.read()
+		if ok || err != nil {
+			t.sig.disarm()
+			return b, err
+		}
+		select {
+		case <-wake:
+			t.sig.disarm()
+		case <-ctx.Done():
+			t.sig.disarm()
+			return Batch[T]{}, ctx.Err()
+		case <-c.done:
+			t.sig.disarm()
+			return Batch[T]{}, ErrClosed
+		case <-t.done:
+			t.sig.disarm()
+			return Batch[T]{}, ErrClosed
+		}
+	}
+}
+
+// read returns a batch of the first non-empty assigned partition after the
+// one read last, or ok false when they are all empty.
+func (c *PullConsumer[T]) read() (b Batch[T], ok bool, err error) {
+	t := c.topic
+	n := len(c.next)
+	for i := 1; i <= n; i++ {
+		j := (c.last + i) % n
+		part, off := c.first+j, c.next[j]
+		pt := t.parts[part]
+		if pt.log.Tail() <= off {
+			continue
+		}
+		t.io.RLock()
+		if t.closed.Load() {
+			t.io.RUnlock()
+			return b, false, ErrClosed
+		}
+		items, err := pt.log.Read(off, c.cfg.batchSize, c.buf)
+		t.io.RUnlock()
+		if err != nil {
+			return b, false, fmt.Errorf("isb: topic %q partition %d: read at offset %d: %w", t.name, part, off, err)
+		}
+		if len(items) == 0 {
+			// The Log contract promises at least one item below Tail;
+			// returning instead of skipping avoids spinning on it.
+			return b, false, fmt.Errorf("%w: topic %q partition %d: storage returned no item at offset %d below its tail",
+				ErrCorrupt, t.name, part, off)
+		}
+		c.last = j
+		c.next[j] = off + int64(len(items))
+		c.batch.valid, c.batch.part, c.batch.end = true, part, c.next[j]
+		return Batch[T]{Partition: part, Offset: off, Items: items}, true, nil
+	}
+	return b, false, nil
 }
 
 // Commit commits the last pulled batch. After an empty or cancelled pull it
 // commits nothing new. It is idempotent.
-func (c *PullConsumer[T]) Commit() error { panic("isb: not implemented") }
+//
+// "The last pulled batch" is the last one Pull returned: an empty or
+// cancelled pull delivers nothing, so Commit then commits that same batch
+// again (a no-op if it was committed) and never anything not delivered.
+func (c *PullConsumer[T]) Commit() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.commitLastLocked()
+}
+
+func (c *PullConsumer[T]) commitLastLocked() error {
+	if !c.batch.valid {
+		if c.closed.Load() {
+			return ErrClosed
+		}
+		return nil
+	}
+	return c.commitToLocked(c.batch.part, c.batch.end)
+}
 
 // CommitTo records that every offset below offset in partition is done. An
 // offset at or below the current commit is a no-op; one past what was
 // delivered is ErrCommitBeyondDelivered; a partition not owned is ErrNotAssigned.
 func (c *PullConsumer[T]) CommitTo(partition int, offset int64) error {
-	panic("isb: not implemented")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.commitToLocked(partition, offset)
+}
+
+func (c *PullConsumer[T]) commitToLocked(partition int, offset int64) error {
+	if c.closed.Load() {
+		return ErrClosed // the group may have a new consumer by now
+	}
+	j := partition - c.first
+	if j < 0 || j >= len(c.next) {
+		return fmt.Errorf("%w: partition %d (consumer of group %q owns %d to %d)",
+			ErrNotAssigned, partition, c.group.name, c.first, c.first+len(c.next)-1)
+	}
+	if offset > c.next[j] {
+		return fmt.Errorf("%w: partition %d offset %d, delivered up to %d",
+			ErrCommitBeyondDelivered, partition, offset, c.next[j])
+	}
+	if offset <= c.committed[j] {
+		return nil
+	}
+	if err := c.topic.commit(c.group, partition, offset); err != nil {
+		return err
+	}
+	c.committed[j] = offset
+	return nil
 }
 
 // Close releases the consumer's partitions (the group may be consumed again)
 // and wakes a blocked Pull with ErrClosed. It does not commit. Idempotent.
-func (c *PullConsumer[T]) Close() error { panic("isb: not implemented") }
+func (c *PullConsumer[T]) Close() error {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		close(c.done) // wake a blocked Pull, which then releases mu
+		c.mu.Lock()   // wait for the Pull or commit in flight
+		c.topic.leave(c.group)
+		c.mu.Unlock()
+	})
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 )
 
 // Sentinel errors. Every error returned by this package and by its storage
@@ -46,7 +47,12 @@ type OptionError struct {
 }
 
 func (e *OptionError) Error() string {
-	return fmt.Sprintf("isb: option %s: %s (got %v)", e.Option, e.Reason, e.Value)
+	v := e.Value
+	if s, ok := v.(string); ok {
+		// Quote strings so an empty or odd name is visible in the message.
+		v = strconv.Quote(s)
+	}
+	return fmt.Sprintf("isb: option %s: %s (got %v)", e.Option, e.Reason, v)
 }
 
 // Is makes errors.Is(err, ErrInvalidOption) true.

@@ -1,6 +1,10 @@
 package isb
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // FullMode says what a producer does when the topic has no capacity left.
 type FullMode int
@@ -13,6 +17,17 @@ const (
 	// FullFail rejects the whole batch with ErrFull.
 	FullFail
 )
+
+// String returns "wait", "fail" or "FullMode(n)" for an unknown mode.
+func (m FullMode) String() string {
+	switch m {
+	case FullWait:
+		return "wait"
+	case FullFail:
+		return "fail"
+	}
+	return fmt.Sprintf("FullMode(%d)", int(m))
+}
 
 // TopicOption configures a topic. Options are validated once, by NewTopic;
 // an invalid one yields an *OptionError naming it.
@@ -34,6 +49,26 @@ func Capacity(n int64) TopicOption { return func(c *topicConfig) { c.capacity = 
 // WithFullMode sets what producers do when the topic is full (default FullWait).
 func WithFullMode(m FullMode) TopicOption { return func(c *topicConfig) { c.fullMode = m } }
 
+// newTopicConfig applies opts over the defaults and validates the result
+// once, so the rest of the package can trust the config.
+func newTopicConfig(opts []TopicOption) (topicConfig, error) {
+	c := topicConfig{partitions: 1, fullMode: FullWait}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	switch {
+	case c.partitions < 1:
+		return c, &OptionError{Option: "Partitions", Value: c.partitions, Reason: "must be at least 1"}
+	case c.capacity < 0:
+		return c, &OptionError{Option: "Capacity", Value: c.capacity, Reason: "must be 0 (unbounded) or positive"}
+	case c.fullMode != FullWait && c.fullMode != FullFail:
+		return c, &OptionError{Option: "FullMode", Value: c.fullMode, Reason: "must be FullWait or FullFail"}
+	}
+	return c, nil
+}
+
 // ConsumerOption configures pull and push consumers.
 type ConsumerOption func(*consumerConfig)
 
@@ -54,7 +89,8 @@ func BatchSize(n int) ConsumerOption { return func(c *consumerConfig) { c.batchS
 func ManualCommit() ConsumerOption { return func(c *consumerConfig) { c.manualCommit = true } }
 
 // Consumers sets how many consumers (push: goroutines) a push group runs
-// (default 1, at most the partition count).
+// (default 1, at most the partition count). PullConsumers takes the count
+// as an argument instead.
 func Consumers(n int) ConsumerOption { return func(c *consumerConfig) { c.consumers = n } }
 
 // Backoff sets the retry delays of a failing push handler under manual
@@ -64,7 +100,59 @@ func Backoff(min, max time.Duration) ConsumerOption {
 }
 
 // OnError is called when a push handler fails: under auto commit the batch
-// is then skipped, under manual commit it is retried with backoff.
+// is then skipped, under manual commit it is retried with backoff. It is
+// also called with partition -1 and offset -1 when pulling fails for a
+// reason other than Stop or Close (for example ErrCorrupt storage).
+// It may be called from several goroutines at once.
 func OnError(f func(partition int, offset int64, err error)) ConsumerOption {
 	return func(c *consumerConfig) { c.onError = f }
+}
+
+// newConsumerConfig applies opts over the defaults and validates them for a
+// topic of the given partition count.
+func newConsumerConfig(partitions int, opts []ConsumerOption) (consumerConfig, error) {
+	c := consumerConfig{
+		batchSize:  100,
+		consumers:  1,
+		minBackoff: 10 * time.Millisecond,
+		maxBackoff: time.Second,
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	switch {
+	case c.batchSize < 1:
+		return c, &OptionError{Option: "BatchSize", Value: c.batchSize, Reason: "must be at least 1"}
+	case c.consumers < 1 || c.consumers > partitions:
+		return c, consumersError(c.consumers, partitions)
+	case c.minBackoff <= 0 || c.maxBackoff < c.minBackoff:
+		return c, &OptionError{Option: "Backoff", Value: fmt.Sprintf("min=%v max=%v", c.minBackoff, c.maxBackoff),
+			Reason: "must satisfy 0 < min <= max"}
+	}
+	return c, nil
+}
+
+func consumersError(n, partitions int) error {
+	return &OptionError{Option: "Consumers", Value: n,
+		Reason: fmt.Sprintf("must be between 1 and the partition count %d", partitions)}
+}
+
+// validName checks that a topic or group name can be used as one path
+// component by durable storage (a file or directory name), so every storage
+// mode accepts the same names.
+func validName(option, name string) error {
+	reason := ""
+	switch {
+	case name == "":
+		reason = "must not be empty"
+	case name == "." || name == "..":
+		reason = "must not be . or .."
+	case strings.ContainsAny(name, "/\x00"):
+		reason = "must not contain '/' or NUL"
+	default:
+		return nil
+	}
+	return &OptionError{Option: option, Value: name, Reason: reason}
 }

@@ -1,33 +1,286 @@
 package isb
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+)
 
 // Producer routes items to the partitions of a topic and appends them. It is
 // safe for concurrent use.
+//
+// A call that fails stores nothing, with two exceptions, both documented
+// where they apply: a FullWait batch larger than the capacity that is
+// cancelled after some of its slices were stored, and a storage error on one
+// partition after others of the same batch were appended.
 type Producer[T any] struct {
 	topic  *Topic[T]
-	router Router[T]
+	router Router[T]     // nil: round-robin, inlined
+	seq    atomic.Uint64 // items routed so far: the round-robin position
+}
+
+// admission says how a produce call treats a full topic.
+type admission int
+
+const (
+	admitWait admission = iota // wait for capacity (FullWait)
+	admitFail                  // ErrFull (FullFail)
+	admitTry                   // report false (TryProduce*)
+)
+
+func (p *Producer[T]) mode() admission {
+	if p.topic.cfg.fullMode == FullFail {
+		return admitFail
+	}
+	return admitWait
 }
 
 // Produce appends one item. Under FullWait it waits for capacity (until ctx
 // ends); under FullFail it returns ErrFull.
-func (p *Producer[T]) Produce(ctx context.Context, item T) error { panic("isb: not implemented") }
-
-// ProduceBatch appends items, routing each one. Under FullWait a batch larger
-// than the capacity is stored in capacity-sized slices; under FullFail the
-// whole batch is rejected with ErrFull when it does not fit.
-func (p *Producer[T]) ProduceBatch(ctx context.Context, items []T) error {
-	panic("isb: not implemented")
+func (p *Producer[T]) Produce(ctx context.Context, item T) error {
+	_, err := p.produce(ctx, item, p.mode())
+	return err
 }
 
 // TryProduce appends item if there is capacity now and reports whether it did.
 // It never waits for capacity.
 func (p *Producer[T]) TryProduce(ctx context.Context, item T) (bool, error) {
-	panic("isb: not implemented")
+	return p.produce(ctx, item, admitTry)
+}
+
+// ProduceBatch appends items, routing each one. Under FullWait a batch larger
+// than the capacity is stored in capacity-sized slices, each admitted in
+// turn (if ctx ends in between, the slices before stay stored); under
+// FullFail the whole batch is rejected with ErrFull when it does not fit.
+// A routing error rejects the whole batch before anything is stored.
+func (p *Producer[T]) ProduceBatch(ctx context.Context, items []T) error {
+	_, err := p.produceBatch(ctx, items, p.mode())
+	return err
 }
 
 // TryProduceBatch appends all of items if there is capacity for all of them
-// now and reports whether it did. It never waits for capacity.
+// now and reports whether it did. It never waits for capacity; a batch
+// larger than the capacity never fits.
 func (p *Producer[T]) TryProduceBatch(ctx context.Context, items []T) (bool, error) {
-	panic("isb: not implemented")
+	return p.produceBatch(ctx, items, admitTry)
+}
+
+func (p *Producer[T]) produce(ctx context.Context, item T, mode admission) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	t := p.topic
+	part, err := p.route(item)
+	if err != nil {
+		return false, err
+	}
+	if t.gate != nil {
+		if ok, err := t.admit(ctx, 1, mode); !ok || err != nil {
+			return false, err
+		}
+	}
+	if err := t.append(part, item); err != nil {
+		if t.gate != nil {
+			t.gate.release(1)
+		}
+		return false, err
+	}
+	t.sig.notify()
+	return true, nil
+}
+
+// route picks the partition of one item.
+func (p *Producer[T]) route(item T) (int, error) {
+	n := p.topic.cfg.partitions
+	if p.router == nil {
+		if n == 1 {
+			return 0, nil // no shared counter to contend on
+		}
+		return int((p.seq.Add(1) - 1) % uint64(n)), nil
+	}
+	return p.topic.checkRoute(p.router.Route(item, n, p.seq.Add(1)-1))
+}
+
+// routeBatch writes the partition of items[i] to idx[i].
+func (p *Producer[T]) routeBatch(items []T, idx []int32) error {
+	n := p.topic.cfg.partitions
+	if p.router == nil {
+		if n == 1 {
+			clear(idx)
+			return nil
+		}
+		k := uint64(len(items))
+		part := int32((p.seq.Add(k) - k) % uint64(n))
+		for i := range idx {
+			idx[i] = part
+			if part++; int(part) == n {
+				part = 0
+			}
+		}
+		return nil
+	}
+	seq := p.seq.Add(uint64(len(items))) - uint64(len(items))
+	for i, it := range items {
+		part, err := p.topic.checkRoute(p.router.Route(it, n, seq+uint64(i)))
+		if err != nil {
+			return fmt.Errorf("isb: batch item %d: %w", i, err)
+		}
+		idx[i] = int32(part)
+	}
+	return nil
+}
+
+// checkRoute guards against a Router implementation outside this package
+// returning a partition out of range.
+func (t *Topic[T]) checkRoute(part int, err error) (int, error) {
+	if err != nil {
+		return 0, err
+	}
+	if part < 0 || part >= t.cfg.partitions {
+		return 0, fmt.Errorf("%w: router returned partition %d, want 0 <= p < %d", ErrInvalidKey, part, t.cfg.partitions)
+	}
+	return part, nil
+}
+
+func (p *Producer[T]) produceBatch(ctx context.Context, items []T, mode admission) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	t := p.topic
+	if t.closed.Load() {
+		return false, ErrClosed
+	}
+	if len(items) == 0 {
+		return true, nil
+	}
+	s := t.getScratch(len(items))
+	defer t.putScratch(s)
+	if err := p.routeBatch(items, s.idx); err != nil {
+		return false, err
+	}
+	total := int64(len(items))
+	if t.gate == nil {
+		return true, t.appendRouted(items, s.idx, s)
+	}
+	capacity := t.cfg.capacity
+	if total <= capacity || mode != admitWait {
+		if total > capacity {
+			if mode == admitTry {
+				return false, nil
+			}
+			return false, fmt.Errorf("%w: batch of %d items exceeds the capacity %d of topic %q", ErrFull, total, capacity, t.name)
+		}
+		if ok, err := t.admit(ctx, total, mode); !ok || err != nil {
+			return false, err
+		}
+		return true, t.appendRouted(items, s.idx, s)
+	}
+	// FullWait and larger than the capacity: capacity-sized slices, each
+	// admitted in turn, so the batch makes progress as consumers commit.
+	for start := int64(0); start < total; start += capacity {
+		end := min(start+capacity, total)
+		if err := t.gate.acquire(ctx, end-start); err != nil {
+			return false, err
+		}
+		if err := t.appendRouted(items[start:end], s.idx[start:end], s); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// admit takes n units of capacity as mode says. It reports false with a
+// nil error only under admitTry.
+func (t *Topic[T]) admit(ctx context.Context, n int64, mode admission) (bool, error) {
+	switch mode {
+	case admitWait:
+		if err := t.gate.acquire(ctx, n); err != nil {
+			return false, err
+		}
+		return true, nil
+	case admitFail:
+		ok, err := t.gate.tryAcquire(n)
+		if err == nil && !ok {
+			err = ErrFull // a sentinel: no allocation on the hot path
+		}
+		return ok, err
+	default:
+		return t.gate.tryAcquire(n)
+	}
+}
+
+// append stores one item in partition part.
+func (t *Topic[T]) append(part int, item T) error {
+	pt := t.parts[part]
+	pt.mu.Lock()
+	if t.closed.Load() { // under the lock: see Close
+		pt.mu.Unlock()
+		return ErrClosed
+	}
+	pt.one[0] = item
+	_, err := pt.log.Append(pt.one[:])
+	var zero T
+	pt.one[0] = zero // do not keep the item alive
+	pt.mu.Unlock()
+	if err != nil {
+		return t.appendErr(part, err)
+	}
+	return nil
+}
+
+func (t *Topic[T]) appendErr(part int, err error) error {
+	return fmt.Errorf("isb: topic %q partition %d: append: %w", t.name, part, err)
+}
+
+// appendRouted appends items, item i to partition idx[i], keeping the
+// batch's order within each partition, and wakes readers once. Capacity
+// acquired for items that a storage error kept from being stored is
+// released.
+func (t *Topic[T]) appendRouted(items []T, idx []int32, s *batchScratch[T]) error {
+	n := len(t.parts)
+	if n == 1 {
+		return t.appendRun(0, items, int64(len(items)))
+	}
+	starts := s.group(items, idx, n)
+	defer clear(s.out[:len(items)]) // do not keep the items alive in the pool
+	var stored bool
+	for part := range n {
+		run := s.out[starts[part]:starts[part+1]]
+		if len(run) == 0 {
+			continue
+		}
+		if err := t.appendRun(part, run, int64(len(items)-starts[part])); err != nil {
+			if stored {
+				t.sig.notify()
+			}
+			return err
+		}
+		stored = true
+	}
+	t.sig.notify()
+	return nil
+}
+
+// appendRun appends run to partition part. On error it releases the
+// capacity of the unstored items from run onwards (rest of them).
+func (t *Topic[T]) appendRun(part int, run []T, rest int64) error {
+	pt := t.parts[part]
+	pt.mu.Lock()
+	var err error
+	if t.closed.Load() {
+		err = ErrClosed
+	} else if _, err = pt.log.Append(run); err != nil {
+		err = t.appendErr(part, err)
+	}
+	pt.mu.Unlock()
+	if err != nil {
+		if t.gate != nil {
+			t.gate.release(rest)
+		}
+		return err
+	}
+	if len(t.parts) == 1 {
+		t.sig.notify()
+	}
+	return nil
 }

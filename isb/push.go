@@ -1,10 +1,160 @@
 package isb
 
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
 // PushConsumer runs a handler over a consumer group with N goroutines.
+//
+// Each goroutine owns one pull consumer of the group (so Consumers(n)
+// splits the partitions as PullConsumers does) and calls the handler with
+// one batch at a time; handlers of different goroutines run concurrently.
+// The handler's ctx is cancelled by Stop. The batch is valid only during
+// the call.
+//
+// Auto commit (the default): a batch is committed when the goroutine pulls
+// the next one, whatever the handler returned; a handler error goes to the
+// OnError callback and the batch is skipped. When Stop ends the loop, the
+// last batch is committed only if its handler returned nil.
+//
+// ManualCommit: a batch is committed (CommitTo its end) when the handler
+// returns nil. An error goes to OnError and the same batch is retried after
+// a backoff that starts at the Backoff min and doubles up to its max; Stop
+// interrupts the wait. Delivery is at least once: a batch whose handler
+// did not succeed before Stop is delivered again to the group later.
 type PushConsumer[T any] struct {
-	// TODO(issue 2)
+	consumers []*PullConsumer[T]
+	handler   func(ctx context.Context, b Batch[T]) error
+	cfg       consumerConfig
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	stopOnce  sync.Once
+	stopErr   error
+}
+
+// Subscribe starts a push consumer group: handler is called with batches by
+// Consumers(n) goroutines until Stop. See PushConsumer for the commit and
+// retry contract. The group is in use until Stop returns.
+func (t *Topic[T]) Subscribe(group string, handler func(ctx context.Context, b Batch[T]) error, opts ...ConsumerOption) (*PushConsumer[T], error) {
+	if handler == nil {
+		return nil, &OptionError{Option: "handler", Value: "nil", Reason: "must not be nil"}
+	}
+	cfg, err := newConsumerConfig(t.cfg.partitions, opts)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := t.PullConsumers(group, cfg.consumers, opts...)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pc := &PushConsumer[T]{consumers: cs, handler: handler, cfg: cfg, cancel: cancel}
+	pc.wg.Add(len(cs))
+	for _, c := range cs {
+		go pc.run(ctx, c)
+	}
+	return pc, nil
+}
+
+// run is one goroutine's loop: pull, handle, commit, until ctx is
+// cancelled or the consumer or topic closes.
+func (pc *PushConsumer[T]) run(ctx context.Context, c *PullConsumer[T]) {
+	defer pc.wg.Done()
+	backoff := pc.cfg.minBackoff
+	for {
+		b, err := c.Pull(ctx)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+				return
+			}
+			// A storage failure: report it and try again later rather
+			// than spin on it.
+			pc.report(-1, -1, err)
+			if !sleep(ctx, backoff) {
+				return
+			}
+			backoff = min(2*backoff, pc.cfg.maxBackoff)
+			continue
+		}
+		backoff = pc.cfg.minBackoff
+		if !pc.cfg.manualCommit {
+			if err := pc.handler(ctx, b); err != nil {
+				pc.report(b.Partition, b.Offset, err)
+				if ctx.Err() != nil {
+					return // stopped: leave the batch uncommitted
+				}
+				continue // skipped: the next Pull commits it
+			}
+			if ctx.Err() != nil {
+				// Stopped while handling: commit what the handler finished,
+				// since no next Pull will.
+				if err := c.Commit(); err != nil {
+					pc.report(b.Partition, b.Offset, err)
+				}
+				return
+			}
+			continue
+		}
+		if !pc.handleManual(ctx, c, b) {
+			return
+		}
+	}
+}
+
+// handleManual calls the handler on b until it succeeds, then commits b.
+// It reports false when Stop interrupted it.
+func (pc *PushConsumer[T]) handleManual(ctx context.Context, c *PullConsumer[T], b Batch[T]) bool {
+	backoff := pc.cfg.minBackoff
+	for {
+		err := pc.handler(ctx, b)
+		if err == nil {
+			if err := c.CommitTo(b.Partition, b.End()); err != nil {
+				pc.report(b.Partition, b.Offset, err)
+				return ctx.Err() == nil && !errors.Is(err, ErrClosed)
+			}
+			return true
+		}
+		pc.report(b.Partition, b.Offset, err)
+		if !sleep(ctx, backoff) {
+			return false
+		}
+		backoff = min(2*backoff, pc.cfg.maxBackoff)
+	}
+}
+
+func (pc *PushConsumer[T]) report(partition int, offset int64, err error) {
+	if pc.cfg.onError != nil {
+		pc.cfg.onError(partition, offset, err)
+	}
+}
+
+// sleep waits d or until ctx ends, and reports whether it waited d.
+func sleep(ctx context.Context, d time.Duration) bool {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // Stop stops pulling, waits for the handlers in flight and releases the
-// group. It is idempotent and safe to call from several goroutines.
-func (p *PushConsumer[T]) Stop() error { panic("isb: not implemented") }
+// group. It is idempotent and safe to call from several goroutines; every
+// call returns after the goroutines have ended.
+func (pc *PushConsumer[T]) Stop() error {
+	pc.stopOnce.Do(func() {
+		pc.cancel()  // ends Pulls, backoff waits and the handlers' ctx
+		pc.wg.Wait() // the handlers in flight return
+		var errs []error
+		for _, c := range pc.consumers {
+			errs = append(errs, c.Close())
+		}
+		pc.stopErr = errors.Join(errs...)
+	})
+	return pc.stopErr
+}

@@ -1,23 +1,60 @@
 package isb
 
-import "sync"
+import (
+	"fmt"
+	"reflect"
+	"sync"
+)
 
 // Registry finds topics by name at run time. The zero Registry is ready to
 // use and safe for concurrent use.
 type Registry struct {
 	mu     sync.RWMutex
-	topics map[string]any // name -> *Topic[T]
+	topics map[string]registered
+}
+
+// registered is a topic with its element type, kept for TypeError.
+type registered struct {
+	topic any // *Topic[T]
+	elem  reflect.Type
 }
 
 // Register adds t under its name; a name registered twice is ErrTopicExists.
-func Register[T any](r *Registry, t *Topic[T]) error { panic("isb: not implemented") }
+func Register[T any](r *Registry, t *Topic[T]) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.topics[t.Name()]; ok {
+		return fmt.Errorf("%w: %q", ErrTopicExists, t.Name())
+	}
+	if r.topics == nil {
+		r.topics = make(map[string]registered)
+	}
+	r.topics[t.Name()] = registered{topic: t, elem: reflect.TypeFor[T]()}
+	return nil
+}
 
 // Lookup returns the topic registered under name: ErrUnknownTopic if there
 // is none, a *TypeError (ErrWrongType) if its element type is not T.
-func Lookup[T any](r *Registry, name string) (*Topic[T], error) { panic("isb: not implemented") }
+func Lookup[T any](r *Registry, name string) (*Topic[T], error) {
+	r.mu.RLock()
+	e, ok := r.topics[name]
+	r.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, name)
+	}
+	t, ok := e.topic.(*Topic[T])
+	if !ok {
+		return nil, &TypeError{Topic: name, Want: reflect.TypeFor[T](), Got: e.elem}
+	}
+	return t, nil
+}
 
 // ProducerOf returns a round-robin producer of the topic registered under
 // name, with the errors of Lookup.
 func ProducerOf[T any](r *Registry, name string) (*Producer[T], error) {
-	panic("isb: not implemented")
+	t, err := Lookup[T](r, name)
+	if err != nil {
+		return nil, err
+	}
+	return t.Producer(nil), nil
 }

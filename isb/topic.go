@@ -1,6 +1,10 @@
 package isb
 
-import "context"
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
 
 // Topic is a named, partitioned buffer queue of T. It is safe for
 // concurrent use. Create one with a storage package's constructor (for
@@ -9,13 +13,75 @@ type Topic[T any] struct {
 	name    string
 	cfg     topicConfig
 	backend Backend[T]
-	// TODO(issue 2): partitions, groups, capacity, signal.
+	parts   []*partition[T]
+	gate    *gate // nil when unbounded: producers then skip capacity entirely
+	sig     *signal
+	scratch sync.Pool // *batchScratch[T], per-item routing of batches
+
+	// mu guards groups and every partition's min: the commit bookkeeping.
+	mu     sync.Mutex
+	groups map[string]*group
+
+	closed atomic.Bool
+	done   chan struct{} // closed by Close: wakes blocked Pulls
+	// io is held for reading around every Log call other than Append
+	// (Read, Commit, Release). Close takes it for writing after marking
+	// the topic closed, so the backend is never closed under a call.
+	io        sync.RWMutex
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// partition is one Log with its writer lock and commit bookkeeping.
+type partition[T any] struct {
+	mu  sync.Mutex // serializes Append: the Log's single-writer guarantee
+	one [1]T       // Append argument of single-item produce, guarded by mu (no allocation)
+	log Log[T]
+	// min is the lowest commit over all known groups (guarded by
+	// Topic.mu); everything below it is released. With no group at all it
+	// stays at the head so items are kept for a group created later.
+	min int64
+	_   [64]byte // keep the next partition's lock off this cache line
 }
 
 // NewTopic validates opts, opens backend for the topic and returns it.
 // Storage packages call it; users usually call their constructors.
+//
+// The topic recovers what the backend holds: the groups of
+// backend.Groups() resume from their commits, and the capacity in use
+// starts at what they have not committed yet.
 func NewTopic[T any](name string, backend Backend[T], opts ...TopicOption) (*Topic[T], error) {
-	panic("isb: not implemented")
+	if err := validName("topic name", name); err != nil {
+		return nil, err
+	}
+	cfg, err := newTopicConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if backend == nil {
+		return nil, &OptionError{Option: "backend", Value: "nil", Reason: "must not be nil"}
+	}
+	if err := backend.Open(name, cfg.partitions); err != nil {
+		return nil, fmt.Errorf("isb: topic %q: open storage: %w", name, err)
+	}
+	t := &Topic[T]{
+		name:    name,
+		cfg:     cfg,
+		backend: backend,
+		parts:   make([]*partition[T], cfg.partitions),
+		sig:     newSignal(),
+		groups:  make(map[string]*group),
+		done:    make(chan struct{}),
+	}
+	t.scratch.New = func() any { return new(batchScratch[T]) }
+	for p := range t.parts {
+		t.parts[p] = &partition[T]{log: backend.Partition(p)}
+	}
+	used := t.recoverGroups()
+	if cfg.capacity > 0 {
+		t.gate = newGate(cfg.capacity, used)
+	}
+	return t, nil
 }
 
 // Name returns the topic's name.
@@ -24,36 +90,92 @@ func (t *Topic[T]) Name() string { return t.name }
 // Partitions returns the number of partitions.
 func (t *Topic[T]) Partitions() int { return t.cfg.partitions }
 
+// Capacity returns the capacity bound, 0 when unbounded.
+func (t *Topic[T]) Capacity() int64 { return t.cfg.capacity }
+
 // Producer returns a producer that routes with r; a nil r routes round-robin.
 // Producers are cheap and safe for concurrent use.
-func (t *Topic[T]) Producer(r Router[T]) *Producer[T] { panic("isb: not implemented") }
-
-// PullConsumers creates n consumers for group, splitting the partitions
-// between them. A group that is new starts at the earliest retained item; a
-// group with stored commits resumes from them.
-func (t *Topic[T]) PullConsumers(group string, n int, opts ...ConsumerOption) ([]*PullConsumer[T], error) {
-	panic("isb: not implemented")
-}
-
-// PullConsumer creates the single consumer of group, owning every partition.
-func (t *Topic[T]) PullConsumer(group string, opts ...ConsumerOption) (*PullConsumer[T], error) {
-	panic("isb: not implemented")
-}
-
-// Subscribe starts a push consumer group: handler is called with batches by
-// Consumers(n) goroutines until Stop.
-func (t *Topic[T]) Subscribe(group string, handler func(ctx context.Context, b Batch[T]) error, opts ...ConsumerOption) (*PushConsumer[T], error) {
-	panic("isb: not implemented")
+func (t *Topic[T]) Producer(r Router[T]) *Producer[T] {
+	if _, ok := r.(roundRobin[T]); ok {
+		r = nil // the producer inlines round-robin
+	}
+	return &Producer[T]{topic: t, router: r}
 }
 
 // Pending returns how many items group has not committed yet, over all
 // partitions (everything retained for a group that does not exist yet).
-func (t *Topic[T]) Pending(group string) int64 { panic("isb: not implemented") }
+func (t *Topic[T]) Pending(group string) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	g := t.groups[group]
+	var n int64
+	for p, pt := range t.parts {
+		from := pt.min // where a new group would start
+		if g != nil {
+			from = g.commits[p]
+		} else if h := pt.log.Head(); h > from {
+			from = h
+		}
+		n += pt.log.Tail() - from
+	}
+	return n
+}
 
 // Used returns how many items hold capacity: retained and not committed by
-// every known group.
-func (t *Topic[T]) Used() int64 { panic("isb: not implemented") }
+// every known group. It is measured on the storage (tail minus the minimum
+// commit), so it never counts capacity acquired but not yet appended.
+func (t *Topic[T]) Used() int64 {
+	// Holding mu freezes every min and with it the release of capacity,
+	// while tails can only grow by capacity acquired: so the sum, although
+	// its tails are read one after the other, never exceeds the true use
+	// at the end of the loop.
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var n int64
+	for _, pt := range t.parts {
+		n += pt.log.Tail() - pt.min
+	}
+	return n
+}
+
+// Waiting returns how many producers are queued for capacity (always 0 for
+// an unbounded topic).
+func (t *Topic[T]) Waiting() int {
+	if t.gate == nil {
+		return 0
+	}
+	return t.gate.waiting()
+}
 
 // Close closes the topic: blocked producers and consumers return ErrClosed,
-// then the backend is closed. It is idempotent.
-func (t *Topic[T]) Close() error { panic("isb: not implemented") }
+// then the backend is closed. It is idempotent; every call returns the
+// result of the first.
+func (t *Topic[T]) Close() error {
+	t.closeOnce.Do(func() {
+		// 1. Mark closed: every call from now on fails with ErrClosed.
+		t.closed.Store(true)
+		// 2. Wake producers queued for capacity: they return ErrClosed
+		// holding no capacity.
+		if t.gate != nil {
+			t.gate.close()
+		}
+		// 3. Wake every blocked Pull: it returns ErrClosed.
+		close(t.done)
+		// 4. Wait for appends in flight. A producer checks closed while it
+		// holds its partition's lock, so once Close has held each lock no
+		// Append can run or start.
+		for _, pt := range t.parts {
+			pt.mu.Lock()
+			pt.mu.Unlock() //nolint:staticcheck // an empty critical section is the barrier
+		}
+		// 5. Wait for reads, commits and releases in flight: they hold io
+		// for reading and check closed under it.
+		t.io.Lock()
+		defer t.io.Unlock()
+		// 6. Nothing uses the storage any more: close it.
+		if err := t.backend.Close(); err != nil {
+			t.closeErr = fmt.Errorf("isb: topic %q: close storage: %w", t.name, err)
+		}
+	})
+	return t.closeErr
+}

@@ -14,40 +14,52 @@ import (
 // other method is safe for concurrent use and lock-free with respect to
 // Append.
 type Log[T any] struct {
-	topic     string
-	partition int
-	size      int64 // items per segment
-	maxFree   int
-	onGroup   func(group string) // tells the backend a group committed here
+	// Hot line: written by every Append, read by every Read. Only Append
+	// stores tail, and the topic serialises Append, so Append may read it
+	// back without a race.
+	tail   atomic.Int64 // next offset to append; items below it are readable
+	closed atomic.Bool
+	fill   struct {
+		items []T // the items of the segment being filled (nil at first)
+		n     int // how many of them are written
+	}
+	_ [cacheLine]byte // keep producers' writes off the readers' lines
 
-	tail    atomic.Int64 // next offset to append; items below it are readable
-	head    atomic.Int64 // released: every known group committed below it
-	ring    atomic.Pointer[ring[T]]
-	closed  atomic.Bool
-	commits commits
+	// Read by every Read; written by Release and when a segment is added.
+	head atomic.Int64 // released: every known group committed below it
+	ring atomic.Pointer[ring[T]]
+	size int64 // items per segment
+	_    [cacheLine]byte
 
-	// w is the writer's private state. Only Append (through nextSegment)
-	// touches it, and the topic serialises Append, so it needs no lock.
-	w struct {
-		cur   *segment[T] // segment being filled; nil before the first Append
-		num   int64       // cur's segment number
-		fill  int         // items written into cur
-		tail  int64       // private copy of tail
-		first int64       // number of the oldest segment still in the ring
+	// The writer's cold state, touched once per segment: only Append
+	// (through nextSegment) uses it, so it needs no lock.
+	segs struct {
+		num   int64 // segment number of the one being filled
+		first int64 // number of the oldest segment still in the ring
 		free  []*segment[T]
 	}
+	maxFree   int
+	commits   commits
+	topic     string
+	partition int
+	onGroup   func(group string) // tells the backend a group committed here
 }
+
+// cacheLine is a common cache line size; padding by it keeps fields that
+// different cores write from sharing a line.
+const cacheLine = 64
 
 func newLog[T any](topic string, partition int, cfg config, onGroup func(string)) *Log[T] {
 	l := &Log[T]{
-		topic:     topic,
-		partition: partition,
 		size:      int64(cfg.segmentSize),
 		maxFree:   cfg.maxFree,
+		topic:     topic,
+		partition: partition,
 		onGroup:   onGroup,
 	}
 	l.ring.Store(newRing[T](1))
-	l.w.free = make([]*segment[T], 0, cfg.maxFree)
+	l.segs.num = -1 // no segment yet: the first Append adds segment 0
+	l.segs.free = make([]*segment[T], 0, cfg.maxFree)
 	return l
 }
 
@@ -59,32 +71,34 @@ func (l *Log[T]) Append(items []T) (first int64, err error) {
 	if l.closed.Load() {
 		return 0, l.closedError()
 	}
-	w := &l.w
-	first = w.tail
-	for rest := items; len(rest) > 0; {
-		if w.cur == nil || w.fill == len(w.cur.items) {
-			l.nextSegment()
+	first = l.tail.Load()
+	f := &l.fill
+	if len(items) == 1 && f.n < len(f.items) {
+		// Single-item produce is the common call: skip copy's overhead.
+		f.items[f.n] = items[0]
+		f.n++
+	} else {
+		for rest := items; len(rest) > 0; {
+			if f.n == len(f.items) {
+				l.nextSegment()
+			}
+			k := copy(f.items[f.n:], rest)
+			f.n += k
+			rest = rest[k:]
 		}
-		n := copy(w.cur.items[w.fill:], rest)
-		w.fill += n
-		rest = rest[n:]
 	}
-	w.tail += int64(len(items))
 	// Publishing the tail last is what makes the slots above safe to read
 	// without a lock: a reader that sees the new tail sees their contents.
-	l.tail.Store(w.tail)
+	l.tail.Store(first + int64(len(items)))
 	return first, nil
 }
 
-// nextSegment makes the segment after cur (or segment 0) current: it first
-// recycles every segment lying wholly below the head, so a writer that keeps
-// pace with its consumers reuses them instead of allocating.
+// nextSegment makes the next segment current: it first recycles every
+// segment lying wholly below the head, so a writer that keeps pace with its
+// consumers reuses them instead of allocating.
 func (l *Log[T]) nextSegment() {
-	w := &l.w
-	num := int64(0)
-	if w.cur != nil {
-		num = w.num + 1
-	}
+	w := &l.segs
+	num := w.num + 1
 	r := l.ring.Load()
 	l.recycle(r, num)
 	var seg *segment[T]
@@ -100,7 +114,8 @@ func (l *Log[T]) nextSegment() {
 		r = l.grow(r, num)
 	}
 	r.slot(num).Store(seg)
-	w.cur, w.num, w.fill = seg, num, 0
+	w.num = num
+	l.fill.items, l.fill.n = seg.items, 0
 }
 
 // recycle takes every segment before segment number upto whose items are all
@@ -109,7 +124,7 @@ func (l *Log[T]) nextSegment() {
 // again. Up to maxFree go to the free list, cleared so that the garbage
 // collector can reclaim what their items referenced; the rest are dropped.
 func (l *Log[T]) recycle(r *ring[T], upto int64) {
-	w := &l.w
+	w := &l.segs
 	head := l.head.Load()
 	for w.first < upto && (w.first+1)*l.size <= head {
 		slot := r.slot(w.first)
@@ -127,8 +142,8 @@ func (l *Log[T]) recycle(r *ring[T], upto int64) {
 // grow publishes a ring with room for the live segments first..num. The old
 // ring stays valid for readers that loaded it.
 func (l *Log[T]) grow(old *ring[T], num int64) *ring[T] {
-	r := newRing[T](2 * (num - l.w.first + 1))
-	for n := l.w.first; n < num; n++ {
+	r := newRing[T](2 * (num - l.segs.first + 1))
+	for n := l.segs.first; n < num; n++ {
 		r.slot(n).Store(old.slot(n).Load())
 	}
 	l.ring.Store(r)

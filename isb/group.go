@@ -1,0 +1,133 @@
+package isb
+
+import "fmt"
+
+// group is a consumer group's progress within a topic. It outlives its
+// consumers: when they all close, the group can be consumed again and
+// resumes from its commits, and it keeps holding capacity and retention.
+type group struct {
+	name    string
+	commits []int64 // per partition; guarded by Topic.mu; never decreases
+	running int     // open consumers; guarded by Topic.mu
+}
+
+// recoverGroups loads the groups the backend holds and sets every partition's
+// min, returning the capacity they use (the items not committed by all).
+// It runs in NewTopic, before the topic is shared.
+func (t *Topic[T]) recoverGroups() (used int64) {
+	for _, name := range t.backend.Groups() {
+		g := &group{name: name, commits: make([]int64, len(t.parts))}
+		for p, pt := range t.parts {
+			off, ok := pt.log.Committed(name)
+			// Clamp into what the storage holds: a commit below the head was
+			// released already, one past the tail cannot be honoured.
+			if h := pt.log.Head(); !ok || off < h {
+				off = h
+			}
+			if tl := pt.log.Tail(); off > tl {
+				off = tl
+			}
+			g.commits[p] = off
+		}
+		t.groups[name] = g
+	}
+	for p, pt := range t.parts {
+		pt.min = pt.log.Head()
+		first := true
+		for _, g := range t.groups {
+			if first || g.commits[p] < pt.min {
+				pt.min, first = g.commits[p], false
+			}
+		}
+		used += pt.log.Tail() - pt.min
+	}
+	return used
+}
+
+// join opens group for n new consumers, creating it if needed. A new group
+// starts at the earliest retained item that is not released (the head, or
+// the min commit of the other groups if storage still holds items below it)
+// and its start is committed to storage, so durable storage knows the group
+// from now on. A group that has running consumers is ErrGroupInUse.
+func (t *Topic[T]) join(name string, n int) (*group, error) {
+	t.io.RLock()
+	defer t.io.RUnlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed.Load() {
+		return nil, ErrClosed
+	}
+	g := t.groups[name]
+	if g != nil {
+		if g.running > 0 {
+			return nil, fmt.Errorf("%w: group %q of topic %q", ErrGroupInUse, name, t.name)
+		}
+		g.running = n
+		return g, nil
+	}
+	g = &group{name: name, commits: make([]int64, len(t.parts)), running: n}
+	for p, pt := range t.parts {
+		start := max(pt.min, pt.log.Head())
+		if off, ok := pt.log.Committed(name); ok && off > start && off <= pt.log.Tail() {
+			start = off
+		}
+		if err := pt.log.Commit(name, start); err != nil {
+			return nil, fmt.Errorf("isb: topic %q partition %d: create group %q at offset %d: %w", t.name, p, name, start, err)
+		}
+		g.commits[p] = start
+	}
+	t.groups[name] = g
+	return g, nil
+}
+
+// leave records that one consumer of g closed.
+func (t *Topic[T]) leave(g *group) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	g.running--
+}
+
+// commit stores g's commit of partition p at off (off greater than the
+// group's commit, at most what its consumer was delivered), then advances
+// the partition's min: capacity and storage are released as far as every
+// known group has committed.
+func (t *Topic[T]) commit(g *group, p int, off int64) error {
+	t.io.RLock()
+	defer t.io.RUnlock()
+	if t.closed.Load() {
+		return ErrClosed
+	}
+	pt := t.parts[p]
+	// Durable storage persists the commit here; the group's consumer
+	// serializes calls for its partitions, so they never overlap.
+	if err := pt.log.Commit(g.name, off); err != nil {
+		return fmt.Errorf("isb: topic %q partition %d: commit of group %q at offset %d: %w", t.name, p, g.name, off, err)
+	}
+
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := g.commits[p]
+	if off <= old {
+		return nil
+	}
+	g.commits[p] = off
+	if old != pt.min {
+		return nil // another group is behind: the min does not move
+	}
+	newMin := off
+	for _, o := range t.groups {
+		newMin = min(newMin, o.commits[p])
+	}
+	if newMin <= pt.min {
+		return nil
+	}
+	delta := newMin - pt.min
+	pt.min = newMin
+	if t.gate != nil {
+		t.gate.release(delta)
+	}
+	if err := pt.log.Release(newMin); err != nil {
+		return fmt.Errorf("isb: topic %q partition %d: release below offset %d: %w", t.name, p, newMin, err)
+	}
+	return nil
+}

@@ -1,0 +1,232 @@
+package isbtest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/runnel-dev/runnel/isb"
+)
+
+// Errors of SliceBackend. Besides storing, it checks that the topic keeps
+// the Backend contract, and reports a breach with one of these.
+var (
+	// ErrOutOfRange is returned by Read outside [Head, Tail).
+	ErrOutOfRange = errors.New("isbtest: offset out of range")
+	// ErrBackwards is returned by a Commit or Release that moves back.
+	ErrBackwards = errors.New("isbtest: offset moves backwards")
+	// ErrBackendState is returned by Open on an open backend, by Open with
+	// another topic or partition count than before, and by any call after
+	// Close.
+	ErrBackendState = errors.New("isbtest: backend used out of order")
+)
+
+// SliceBackend is the reference isb.Backend: each partition is a slice
+// behind a mutex, simple enough to be obviously correct. The isb tests run
+// against it, and other packages may use it as a fake.
+//
+// Its data and commits survive Close: opening it again (through a new
+// isb.NewTopic with the same name and partition count) recovers them, as
+// durable storage would. It fails any call that breaks the Backend
+// contract (see the errors above) and panics on overlapping Appends to one
+// partition.
+type SliceBackend[T any] struct {
+	mu     sync.Mutex
+	topic  string
+	open   bool
+	opens  int
+	parts  []*sliceLog[T]
+	groups map[string]bool
+}
+
+// NewSliceBackend returns an empty SliceBackend.
+func NewSliceBackend[T any]() *SliceBackend[T] {
+	return &SliceBackend[T]{groups: make(map[string]bool)}
+}
+
+// Open implements isb.Backend.
+func (b *SliceBackend[T]) Open(topic string, partitions int) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.open:
+		return fmt.Errorf("%w: Open of topic %q while open", ErrBackendState, topic)
+	case b.parts == nil:
+		b.topic = topic
+		for range partitions {
+			b.parts = append(b.parts, &sliceLog[T]{b: b, commits: make(map[string]int64)})
+		}
+	case b.topic != topic || len(b.parts) != partitions:
+		return fmt.Errorf("%w: reopened as topic %q with %d partitions, was %q with %d",
+			ErrBackendState, topic, partitions, b.topic, len(b.parts))
+	}
+	b.open = true
+	b.opens++
+	return nil
+}
+
+// Partition implements isb.Backend.
+func (b *SliceBackend[T]) Partition(p int) isb.Log[T] { return b.parts[p] }
+
+// Groups implements isb.Backend: the groups with a commit, sorted.
+func (b *SliceBackend[T]) Groups() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var gs []string
+	for g := range b.groups {
+		gs = append(gs, g)
+	}
+	slices.Sort(gs)
+	return gs
+}
+
+// Close implements isb.Backend. It keeps the data for a later Open.
+func (b *SliceBackend[T]) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.open {
+		return fmt.Errorf("%w: Close while not open", ErrBackendState)
+	}
+	b.open = false
+	return nil
+}
+
+// Opens returns how many times the backend was opened.
+func (b *SliceBackend[T]) Opens() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.opens
+}
+
+func (b *SliceBackend[T]) isOpen() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.open
+}
+
+func (b *SliceBackend[T]) addGroup(g string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.groups[g] = true
+}
+
+// sliceLog is one partition: items[i] has offset head+i.
+type sliceLog[T any] struct {
+	b         *SliceBackend[T]
+	appending atomic.Bool // set during Append, to catch overlapping writers
+	mu        sync.Mutex
+	head      int64
+	items     []T
+	commits   map[string]int64
+	released  int64
+}
+
+func (l *sliceLog[T]) closedErr(op string) error {
+	if l.b.isOpen() {
+		return nil
+	}
+	return fmt.Errorf("%w: %s after Close", ErrBackendState, op)
+}
+
+func (l *sliceLog[T]) Append(items []T) (int64, error) {
+	if l.appending.Swap(true) {
+		panic("isbtest: overlapping Append calls on one partition")
+	}
+	defer l.appending.Store(false)
+	if err := l.closedErr("Append"); err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	first := l.head + int64(len(l.items))
+	l.items = append(l.items, items...) // copies: the caller reuses items
+	return first, nil
+}
+
+func (l *sliceLog[T]) Read(offset int64, max int, buf []T) ([]T, error) {
+	if err := l.closedErr("Read"); err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	tail := l.head + int64(len(l.items))
+	if offset < l.head || offset >= tail {
+		return nil, fmt.Errorf("%w: Read at %d, retained [%d, %d)", ErrOutOfRange, offset, l.head, tail)
+	}
+	n := copy(buf[:min(max, len(buf))], l.items[offset-l.head:])
+	return buf[:n], nil
+}
+
+func (l *sliceLog[T]) Head() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.head
+}
+
+func (l *sliceLog[T]) Tail() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.head + int64(len(l.items))
+}
+
+func (l *sliceLog[T]) Commit(group string, offset int64) error {
+	if err := l.closedErr("Commit"); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if old, ok := l.commits[group]; ok && offset < old {
+		return fmt.Errorf("%w: Commit of group %q at %d below %d", ErrBackwards, group, offset, old)
+	}
+	if tail := l.head + int64(len(l.items)); offset > tail || offset < l.head {
+		return fmt.Errorf("%w: Commit of group %q at %d, retained [%d, %d]", ErrOutOfRange, group, offset, l.head, tail)
+	}
+	l.commits[group] = offset
+	l.b.addGroup(group)
+	return nil
+}
+
+func (l *sliceLog[T]) Committed(group string) (int64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	off, ok := l.commits[group]
+	if !ok {
+		return l.head, false
+	}
+	return off, true
+}
+
+// Release drops every item below offset at once, so a topic that reads
+// below what it released gets ErrOutOfRange.
+func (l *sliceLog[T]) Release(offset int64) error {
+	if err := l.closedErr("Release"); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if offset < l.released {
+		return fmt.Errorf("%w: Release at %d below %d", ErrBackwards, offset, l.released)
+	}
+	tail := l.head + int64(len(l.items))
+	if offset > tail {
+		return fmt.Errorf("%w: Release at %d past the tail %d", ErrOutOfRange, offset, tail)
+	}
+	for g, c := range l.commits {
+		if c < offset {
+			return fmt.Errorf("%w: Release at %d above the commit %d of group %q", ErrOutOfRange, offset, c, g)
+		}
+	}
+	l.released = offset
+	if offset > l.head {
+		var zero T
+		drop := int(offset - l.head)
+		for i := range drop {
+			l.items[i] = zero
+		}
+		l.items = l.items[drop:]
+		l.head = offset
+	}
+	return nil
+}
