@@ -101,33 +101,26 @@ func (p *Producer[T]) route(item T) (int, error) {
 	return p.topic.checkRoute(p.router.Route(item, n, p.seq.Add(1)-1))
 }
 
-// routeBatch writes the partition of items[i] to idx[i].
-func (p *Producer[T]) routeBatch(items []T, idx []int32) error {
+// routeBatch routes every item of items; keyed routers fill s's table.
+func (p *Producer[T]) routeBatch(items []T, s *batchScratch[T]) (routes, error) {
 	n := p.topic.cfg.partitions
+	k := uint64(len(items))
 	if p.router == nil {
 		if n == 1 {
-			clear(idx)
-			return nil
+			return routes{}, nil
 		}
-		k := uint64(len(items))
-		part := int32((p.seq.Add(k) - k) % uint64(n))
-		for i := range idx {
-			idx[i] = part
-			if part++; int(part) == n {
-				part = 0
-			}
-		}
-		return nil
+		return routes{rr: int((p.seq.Add(k) - k) % uint64(n))}, nil
 	}
-	seq := p.seq.Add(uint64(len(items))) - uint64(len(items))
+	seq := p.seq.Add(k) - k
+	idx := s.index(len(items))
 	for i, it := range items {
 		part, err := p.topic.checkRoute(p.router.Route(it, n, seq+uint64(i)))
 		if err != nil {
-			return fmt.Errorf("isb: batch item %d: %w", i, err)
+			return routes{}, fmt.Errorf("isb: batch item %d: %w", i, err)
 		}
 		idx[i] = int32(part)
 	}
-	return nil
+	return routes{idx: idx}, nil
 }
 
 // checkRoute guards against a Router implementation outside this package
@@ -153,14 +146,15 @@ func (p *Producer[T]) produceBatch(ctx context.Context, items []T, mode admissio
 	if len(items) == 0 {
 		return true, nil
 	}
-	s := t.getScratch(len(items))
+	s := t.getScratch()
 	defer t.putScratch(s)
-	if err := p.routeBatch(items, s.idx); err != nil {
+	r, err := p.routeBatch(items, s)
+	if err != nil {
 		return false, err
 	}
 	total := int64(len(items))
 	if t.gate == nil {
-		return true, t.appendRouted(items, s.idx, s)
+		return true, t.appendRouted(items, r, s)
 	}
 	capacity := t.cfg.capacity
 	if total <= capacity || mode != admitWait {
@@ -173,7 +167,7 @@ func (p *Producer[T]) produceBatch(ctx context.Context, items []T, mode admissio
 		if ok, err := t.admit(ctx, total, mode); !ok || err != nil {
 			return false, err
 		}
-		return true, t.appendRouted(items, s.idx, s)
+		return true, t.appendRouted(items, r, s)
 	}
 	// FullWait and larger than the capacity: capacity-sized slices, each
 	// admitted in turn, so the batch makes progress as consumers commit.
@@ -182,7 +176,7 @@ func (p *Producer[T]) produceBatch(ctx context.Context, items []T, mode admissio
 		if err := t.gate.acquire(ctx, end-start); err != nil {
 			return false, err
 		}
-		if err := t.appendRouted(items[start:end], s.idx[start:end], s); err != nil {
+		if err := t.appendRouted(items[start:end], r.sub(int(start), int(end), len(t.parts)), s); err != nil {
 			return false, err
 		}
 	}
@@ -232,16 +226,15 @@ func (t *Topic[T]) appendErr(part int, err error) error {
 	return fmt.Errorf("isb: topic %q partition %d: append: %w", t.name, part, err)
 }
 
-// appendRouted appends items, item i to partition idx[i], keeping the
-// batch's order within each partition, and wakes readers once. Capacity
-// acquired for items that a storage error kept from being stored is
-// released.
-func (t *Topic[T]) appendRouted(items []T, idx []int32, s *batchScratch[T]) error {
+// appendRouted appends items as r routes them, keeping the batch's order
+// within each partition, and wakes readers once. Capacity acquired for
+// items that a storage error kept from being stored is released.
+func (t *Topic[T]) appendRouted(items []T, r routes, s *batchScratch[T]) error {
 	n := len(t.parts)
 	if n == 1 {
 		return t.appendRun(0, items, int64(len(items)))
 	}
-	starts := s.group(items, idx, n)
+	starts := s.group(items, r, n)
 	defer clear(s.out[:len(items)]) // do not keep the items alive in the pool
 	var stored bool
 	for part := range n {

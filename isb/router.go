@@ -53,11 +53,14 @@ func (r bySigned[T, K]) Route(item T, n int, _ uint64) (int, error) {
 }
 
 // signedPartition is ((k-1) mod n + n) mod n. Reducing k first keeps every
-// intermediate value within (-2n, n), so math.MinInt64 cannot overflow.
+// intermediate value within [-n, n), so math.MinInt64 cannot overflow.
 func signedPartition(k int64, n int) int {
 	m := int64(n)
-	r := k%m - 1
-	return int((r%m + m) % m)
+	r := k%m - 1 // in [-m, m-1): Go's % takes the sign of k
+	if r < 0 {
+		r += m
+	}
+	return int(r)
 }
 
 type byUnsigned[T any, K Number] struct{ key func(T) K }

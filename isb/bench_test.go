@@ -1,0 +1,162 @@
+package isb_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/runnel-dev/runnel/isb"
+)
+
+// These benchmarks check the core's own cost and allocations on a backend
+// that stores nothing; isb/memory owns the real benchmark table.
+
+// nullBackend stores nothing: Append moves the tail and Read returns zero
+// values, so the benchmarks measure the core alone.
+type nullBackend struct{ logs []*nullLog }
+
+type nullLog struct {
+	tail, head atomic.Int64
+	commit     atomic.Int64
+}
+
+func (b *nullBackend) Open(_ string, n int) error {
+	for range n {
+		b.logs = append(b.logs, new(nullLog))
+	}
+	return nil
+}
+func (b *nullBackend) Partition(p int) isb.Log[int] { return b.logs[p] }
+func (b *nullBackend) Groups() []string             { return nil }
+func (b *nullBackend) Close() error                 { return nil }
+
+func (l *nullLog) Append(items []int) (int64, error) {
+	return l.tail.Add(int64(len(items))) - int64(len(items)), nil
+}
+func (l *nullLog) Read(off int64, max int, buf []int) ([]int, error) {
+	return buf[:min(int64(max), l.tail.Load()-off)], nil
+}
+func (l *nullLog) Head() int64 { return l.head.Load() }
+func (l *nullLog) Tail() int64 { return l.tail.Load() }
+func (l *nullLog) Commit(_ string, off int64) error {
+	l.commit.Store(off)
+	return nil
+}
+func (l *nullLog) Committed(string) (int64, bool) { return l.commit.Load(), true }
+func (l *nullLog) Release(off int64) error {
+	l.head.Store(off)
+	return nil
+}
+
+func benchTopic(b *testing.B, opts ...isb.TopicOption) *isb.Topic[int] {
+	tp, err := isb.NewTopic[int]("bench", &nullBackend{}, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { tp.Close() })
+	return tp
+}
+
+func BenchmarkProduce(b *testing.B) {
+	tp := benchTopic(b, isb.Partitions(2))
+	pr := tp.Producer(nil)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := pr.Produce(ctx, 1); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+func BenchmarkProduceBatch100(b *testing.B) {
+	tp := benchTopic(b, isb.Partitions(2))
+	pr := tp.Producer(isb.ByNumber(func(i int) int { return i }))
+	batch := make([]int, 100)
+	for i := range batch {
+		batch[i] = i
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := pr.ProduceBatch(ctx, batch); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+func BenchmarkProduceBounded(b *testing.B) {
+	tp := benchTopic(b, isb.Partitions(2), isb.Capacity(1<<40))
+	pr := tp.Producer(nil)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := pr.Produce(ctx, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPullCommit100(b *testing.B) {
+	tp := benchTopic(b, isb.Partitions(2))
+	pr := tp.Producer(nil)
+	ctx := context.Background()
+	c, err := tp.PullConsumer("g", isb.BatchSize(100))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	batch := make([]int, 200)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := pr.ProduceBatch(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+		for range 2 {
+			if _, err := c.Pull(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+func BenchmarkProduceBatch100RoundRobin(b *testing.B) {
+	tp := benchTopic(b, isb.Partitions(2))
+	pr := tp.Producer(nil)
+	batch := make([]int, 100)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := pr.ProduceBatch(ctx, batch); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkChannelSend is the baseline of BenchmarkProduce: a buffered
+// channel drained by one goroutine.
+func BenchmarkChannelSend(b *testing.B) {
+	ch := make(chan int, 8192)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range ch {
+		}
+	}()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			ch <- 1
+		}
+	})
+	close(ch)
+	<-done
+}
