@@ -1,0 +1,183 @@
+package mmap
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/runnel-dev/runnel/isb"
+)
+
+// Backend is the memory-mapped storage of one topic; it implements
+// isb.Backend[T]. Create it with New and hand it to isb.NewTopic, or use
+// NewTopic to do both.
+type Backend[T any] struct {
+	root string
+	cfg  config[T]
+
+	topicDir string
+	lock     *os.File
+	parts    []*partition[T]
+
+	groupsMu sync.Mutex
+	groups   map[string]struct{}
+
+	stop chan struct{}  // closed by Close to stop the interval flusher
+	wg   sync.WaitGroup // the interval flusher
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ isb.Backend[int] = (*Backend[int])(nil)
+
+// New validates opts and returns a backend that stores topics under dir.
+// Nothing is touched on disk until Open.
+func New[T any](dir string, opts ...Option) (*Backend[T], error) {
+	cfg, err := newConfig[T](opts)
+	if err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		return nil, &isb.OptionError{Option: "dir", Value: dir, Reason: "must name a directory"}
+	}
+	return &Backend[T]{root: dir, cfg: cfg, groups: map[string]struct{}{}, stop: make(chan struct{})}, nil
+}
+
+// NewTopic creates (or reopens and recovers) the durable topic name under
+// dir: New(dir, opts...) wrapped by isb.NewTopic(name, backend, topicOpts...).
+func NewTopic[T any](dir, name string, opts []Option, topicOpts ...isb.TopicOption) (*isb.Topic[T], error) {
+	b, err := New[T](dir, opts...)
+	if err != nil {
+		return nil, err
+	}
+	t, err := isb.NewTopic[T](name, b, topicOpts...)
+	if err != nil {
+		// NewTopic may have opened the backend before failing.
+		return nil, errors.Join(err, b.Close())
+	}
+	return t, nil
+}
+
+// Open locks {dir}/{topic}, then opens or creates each partition and
+// recovers it. A partition directory beyond the configured count is a
+// *CorruptError: its data would otherwise be silently ignored.
+func (b *Backend[T]) Open(topic string, partitions int) error {
+	if topic == "" || topic == "." || topic == ".." || strings.ContainsAny(topic, "/\x00") || len(topic) > 255 {
+		return fmt.Errorf("%w: %q must be a single path component", ErrInvalidName, topic)
+	}
+	if partitions < 1 {
+		return &isb.OptionError{Option: "Partitions", Value: partitions, Reason: "must be at least 1"}
+	}
+	b.topicDir = filepath.Join(b.root, topic)
+	if err := os.MkdirAll(b.topicDir, 0o755); err != nil {
+		return fmt.Errorf("mmap: create topic directory: %w", err)
+	}
+	lock, err := lockDir(b.topicDir)
+	if err != nil {
+		return err
+	}
+	b.lock = lock
+	if err := b.openPartitions(partitions); err != nil {
+		for _, p := range b.parts {
+			p.close()
+		}
+		b.parts = nil
+		unlockDir(lock)
+		b.lock = nil
+		return err
+	}
+	if b.cfg.flush.kind == flushInterval {
+		b.wg.Go(b.flushEvery)
+	}
+	return nil
+}
+
+func (b *Backend[T]) openPartitions(n int) error {
+	entries, err := os.ReadDir(b.topicDir)
+	if err != nil {
+		return fmt.Errorf("mmap: read topic directory: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if id, ok := parsePartitionDir(name); ok && id >= n {
+			return corrupt(filepath.Join(b.topicDir, name), -1, "the topic is opened with %d partitions but this partition exists; open it with at least %d", n, id+1)
+		}
+		if strings.HasPrefix(name, "partition-") && strings.HasSuffix(name, tmpSuffix) {
+			// A partition whose creation was interrupted.
+			if err := os.RemoveAll(filepath.Join(b.topicDir, name)); err != nil {
+				return fmt.Errorf("mmap: remove leftover: %w", err)
+			}
+		}
+	}
+	for id := range n {
+		p, err := b.openPartition(id)
+		if err != nil {
+			return err
+		}
+		b.parts = append(b.parts, p)
+	}
+	return nil
+}
+
+// flushEvery runs the Interval flush policy until Close.
+func (b *Backend[T]) flushEvery() {
+	t := time.NewTicker(b.cfg.flush.after)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			for _, p := range b.parts {
+				// A failure is sticky in the partition: the next
+				// Append or Commit returns it.
+				p.flush()
+			}
+		}
+	}
+}
+
+// Partition returns the log of partition i.
+func (b *Backend[T]) Partition(i int) isb.Log[T] { return b.parts[i] }
+
+// Groups returns the groups with a stored commit in any partition, sorted.
+func (b *Backend[T]) Groups() []string {
+	b.groupsMu.Lock()
+	defer b.groupsMu.Unlock()
+	gs := make([]string, 0, len(b.groups))
+	for g := range b.groups {
+		gs = append(gs, g)
+	}
+	slices.Sort(gs)
+	return gs
+}
+
+func (b *Backend[T]) addGroup(g string) {
+	b.groupsMu.Lock()
+	b.groups[g] = struct{}{}
+	b.groupsMu.Unlock()
+}
+
+// Close flushes every partition, writes their producer checkpoints, unmaps
+// the segments and releases the directory lock. It is idempotent.
+func (b *Backend[T]) Close() error {
+	b.closeOnce.Do(func() {
+		close(b.stop)
+		b.wg.Wait()
+		var errs []error
+		for _, p := range b.parts {
+			errs = append(errs, p.close())
+		}
+		if b.lock != nil {
+			errs = append(errs, unlockDir(b.lock))
+		}
+		b.closeErr = errors.Join(errs...)
+	})
+	return b.closeErr
+}

@@ -1,0 +1,142 @@
+package mmap
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// A checkpoint is a small fixed-size file replaced atomically: written to a
+// temporary file, fsync'd, renamed over the old one, and the directory
+// fsync'd, so a crash leaves either the old or the new content.
+
+const (
+	checkpointMagic uint32 = 0x434C4E52 // "RNLC"
+	checkpointSize         = 48
+	tmpSuffix              = ".tmp"
+
+	producerFile = "producer.offset"
+	earliestFile = "earliest.offset"
+	consumerFile = "consumer.offset"
+	offsetsDir   = "offsets"
+)
+
+type checkpointKind uint32
+
+const (
+	kindProducer checkpointKind = iota + 1
+	kindEarliest
+	kindConsumer
+)
+
+func (k checkpointKind) String() string {
+	switch k {
+	case kindProducer:
+		return producerFile
+	case kindEarliest:
+		return earliestFile
+	case kindConsumer:
+		return consumerFile
+	}
+	return fmt.Sprintf("kind %d", uint32(k))
+}
+
+// checkpoint holds up to four values; their meaning depends on the kind:
+// producer: tail, first offset of the tail's segment, byte position of the
+// tail in it, byte position of the record before the tail (-1 when the
+// segment is empty). earliest and consumer: one offset.
+type checkpoint [4]int64
+
+func encodeCheckpoint(kind checkpointKind, v checkpoint) []byte {
+	b := make([]byte, checkpointSize)
+	binary.LittleEndian.PutUint32(b[0:], checkpointMagic)
+	binary.LittleEndian.PutUint32(b[4:], uint32(kind))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8+8*i:], uint64(x))
+	}
+	binary.LittleEndian.PutUint32(b[40:], crc32.Checksum(b[:40], castagnoli))
+	return b
+}
+
+func decodeCheckpoint(b []byte, kind checkpointKind) (checkpoint, string) {
+	var v checkpoint
+	if len(b) != checkpointSize {
+		return v, fmt.Sprintf("%d bytes, want %d", len(b), checkpointSize)
+	}
+	if m := binary.LittleEndian.Uint32(b[0:]); m != checkpointMagic {
+		return v, fmt.Sprintf("magic %#x, want %#x", m, checkpointMagic)
+	}
+	if k := checkpointKind(binary.LittleEndian.Uint32(b[4:])); k != kind {
+		return v, fmt.Sprintf("holds a %v checkpoint, want %v", k, kind)
+	}
+	if got, want := crc32.Checksum(b[:40], castagnoli), binary.LittleEndian.Uint32(b[40:]); got != want {
+		return v, fmt.Sprintf("crc32c %#x, stored %#x", got, want)
+	}
+	for i := range v {
+		v[i] = int64(binary.LittleEndian.Uint64(b[8+8*i:]))
+	}
+	return v, ""
+}
+
+// readCheckpoint reads path; a missing file is fs.ErrNotExist, anything
+// else wrong is a *CorruptError naming it.
+func readCheckpoint(path string, kind checkpointKind) (checkpoint, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return checkpoint{}, err
+		}
+		return checkpoint{}, fmt.Errorf("mmap: read checkpoint: %w", err)
+	}
+	v, reason := decodeCheckpoint(b, kind)
+	if reason != "" {
+		return v, corrupt(path, -1, "%s", reason)
+	}
+	return v, nil
+}
+
+// writeCheckpoint atomically replaces path with a checkpoint of kind.
+func writeCheckpoint(path string, kind checkpointKind, v checkpoint) error {
+	tmp := path + tmpSuffix
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("mmap: write checkpoint: %w", err)
+	}
+	_, err = f.Write(encodeCheckpoint(kind, v))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		return fmt.Errorf("mmap: write checkpoint %s: %w", path, err)
+	}
+	return nil
+}
+
+// syncDir makes the entries of dir (creations, renames, removals) durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("mmap: fsync directory %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,3 @@
+package mmap
+
+func crashChild() {}

@@ -1,0 +1,62 @@
+package mmap
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/runnel-dev/runnel/isb"
+)
+
+// Sentinel errors, matched with errors.Is. Damaged data is reported as a
+// *CorruptError, which matches isb.ErrCorrupt.
+var (
+	// ErrLocked is returned by Open when another open topic (in this or
+	// another process) holds the topic directory.
+	ErrLocked = errors.New("mmap: topic directory is locked")
+	// ErrTooLarge is matched by every *TooLargeError.
+	ErrTooLarge = errors.New("mmap: item larger than a segment")
+	// ErrInvalidName is returned by Open for a topic name that is not a
+	// single path component.
+	ErrInvalidName = errors.New("mmap: invalid topic name")
+	// ErrOutOfRange is returned by Read for an offset outside [Head, Tail)
+	// and by Commit for an offset beyond Tail.
+	ErrOutOfRange = errors.New("mmap: offset out of range")
+)
+
+// CorruptError reports damaged or inconsistent storage: a record that fails
+// its checksum, a checkpoint that does not match the log, a missing segment.
+// It matches isb.ErrCorrupt.
+type CorruptError struct {
+	File   string // the damaged file or directory
+	Offset int64  // byte position in File, -1 when the whole file is concerned
+	Reason string
+}
+
+func (e *CorruptError) Error() string {
+	if e.Offset < 0 {
+		return fmt.Sprintf("mmap: corrupt %s: %s", e.File, e.Reason)
+	}
+	return fmt.Sprintf("mmap: corrupt %s at byte %d: %s", e.File, e.Offset, e.Reason)
+}
+
+// Is makes errors.Is(err, isb.ErrCorrupt) true.
+func (e *CorruptError) Is(target error) bool { return target == isb.ErrCorrupt }
+
+// TooLargeError reports an item whose record cannot fit in one segment.
+// Nothing of its batch is stored.
+type TooLargeError struct {
+	Index  int // position of the item in its batch
+	Record int // size of its record in bytes (payload plus framing)
+	Max    int // the largest record a segment holds
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("mmap: item %d of the batch encodes to a %d-byte record, larger than the %d bytes a segment holds (raise SegmentSize)", e.Index, e.Record, e.Max)
+}
+
+// Is makes errors.Is(err, ErrTooLarge) true.
+func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
+
+func corrupt(file string, off int64, format string, args ...any) *CorruptError {
+	return &CorruptError{File: file, Offset: off, Reason: fmt.Sprintf(format, args...)}
+}

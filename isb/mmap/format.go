@@ -1,0 +1,115 @@
+package mmap
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+)
+
+// The on-disk formats of records and segment headers; the package doc
+// draws them. All integers are little-endian.
+
+const (
+	recordHeaderSize = 16 // length, crc, offset
+	recordTrailer    = 4  // end marker
+	recordOverhead   = recordHeaderSize + recordTrailer
+	// endMarker closes every record. A zero-filled (never written) region
+	// never carries it, so the end of the log is recognised even for an
+	// empty payload.
+	endMarker uint32 = 0x0A4C4E52 // "RNL\n"
+
+	segmentMagic      uint32 = 0x534C4E52 // "RNLS"
+	segmentVersion    uint32 = 1
+	segmentHeaderSize        = 32
+	unsealed          int64  = -1
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// recordSize is the bytes a record with an n-byte payload occupies.
+func recordSize(n int) int { return recordOverhead + n }
+
+// frameRecord completes a record whose payload is already at
+// rec[recordHeaderSize:len(rec)-recordTrailer]: it fills the header and the
+// end marker. The caller appended recordHeaderSize placeholder bytes, the
+// payload, then recordTrailer placeholder bytes.
+func frameRecord(rec []byte, offset int64) {
+	n := len(rec) - recordOverhead
+	binary.LittleEndian.PutUint32(rec[0:], uint32(n))
+	binary.LittleEndian.PutUint64(rec[8:], uint64(offset))
+	binary.LittleEndian.PutUint32(rec[len(rec)-recordTrailer:], endMarker)
+	binary.LittleEndian.PutUint32(rec[4:], recordCRC(rec[:len(rec)-recordTrailer]))
+}
+
+// recordCRC covers the length, the offset and the payload: everything but
+// the crc field itself and the end marker.
+func recordCRC(head []byte) uint32 {
+	crc := crc32.Update(0, castagnoli, head[0:4])
+	return crc32.Update(crc, castagnoli, head[8:])
+}
+
+// decodeRecord checks the record at pos in seg, which must carry offset
+// want, and returns its payload and the position after it. A failure
+// returns a reason and, when the bytes there were never written at all
+// (a zero header: the normal end of the log), empty=true.
+func decodeRecord(seg []byte, pos int, want int64) (payload []byte, next int, empty bool, reason string) {
+	if pos < 0 || pos > len(seg) || len(seg)-pos < recordOverhead {
+		return nil, 0, true, "no room for a record header"
+	}
+	h := seg[pos : pos+recordHeaderSize]
+	n := int(binary.LittleEndian.Uint32(h[0:]))
+	crc := binary.LittleEndian.Uint32(h[4:])
+	off := int64(binary.LittleEndian.Uint64(h[8:]))
+	if n == 0 && crc == 0 && off == 0 && binary.LittleEndian.Uint32(seg[pos+recordHeaderSize:]) == 0 {
+		return nil, 0, true, "no record (zero bytes)"
+	}
+	if n > len(seg)-pos-recordOverhead {
+		return nil, 0, false, fmt.Sprintf("record length %d runs past the end of the segment", n)
+	}
+	end := pos + recordHeaderSize + n
+	if m := binary.LittleEndian.Uint32(seg[end:]); m != endMarker {
+		return nil, 0, false, fmt.Sprintf("end marker %#x, want %#x (torn or overwritten record)", m, endMarker)
+	}
+	if got := recordCRC(seg[pos:end]); got != crc {
+		return nil, 0, false, fmt.Sprintf("crc32c %#x, stored %#x", got, crc)
+	}
+	if off != want {
+		return nil, 0, false, fmt.Sprintf("record holds offset %d, want %d", off, want)
+	}
+	return seg[pos+recordHeaderSize : end], end + recordTrailer, false, ""
+}
+
+// segmentHeader is the first segmentHeaderSize bytes of a segment file.
+type segmentHeader struct {
+	first int64 // offset of the segment's first record (also in its name)
+	next  int64 // offset after its last record once sealed, else unsealed
+}
+
+func (h segmentHeader) encode(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], segmentMagic)
+	binary.LittleEndian.PutUint32(b[4:], segmentVersion)
+	binary.LittleEndian.PutUint64(b[8:], uint64(h.first))
+	binary.LittleEndian.PutUint64(b[16:], uint64(h.next))
+	binary.LittleEndian.PutUint32(b[24:], crc32.Checksum(b[0:24], castagnoli))
+	binary.LittleEndian.PutUint32(b[28:], 0)
+}
+
+func decodeSegmentHeader(b []byte) (segmentHeader, string) {
+	if len(b) < segmentHeaderSize {
+		return segmentHeader{}, fmt.Sprintf("file of %d bytes has no segment header", len(b))
+	}
+	if m := binary.LittleEndian.Uint32(b[0:]); m != segmentMagic {
+		return segmentHeader{}, fmt.Sprintf("magic %#x, want %#x", m, segmentMagic)
+	}
+	if v := binary.LittleEndian.Uint32(b[4:]); v != segmentVersion {
+		return segmentHeader{}, fmt.Sprintf("unknown segment version %d", v)
+	}
+	if got, want := crc32.Checksum(b[0:24], castagnoli), binary.LittleEndian.Uint32(b[24:]); got != want {
+		return segmentHeader{}, fmt.Sprintf("header crc32c %#x, stored %#x", got, want)
+	}
+	h := segmentHeader{first: int64(binary.LittleEndian.Uint64(b[8:])), next: int64(binary.LittleEndian.Uint64(b[16:]))}
+	if h.first < 0 || (h.next != unsealed && h.next < h.first) {
+		return segmentHeader{}, fmt.Sprintf("header offsets first=%d next=%d are inconsistent", h.first, h.next)
+	}
+	return h, ""
+}

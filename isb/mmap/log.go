@@ -1,0 +1,461 @@
+package mmap
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/runnel-dev/runnel/isb"
+)
+
+// producerCheckpointEvery bounds how far recovery scans: the producer
+// checkpoint is rewritten once this many bytes were flushed past it (and
+// at every rollover and Close), so the scan on open covers at most this
+// much, whatever the size of the retained log.
+const producerCheckpointEvery = 4 << 20
+
+// writePos is where the appender stands: the active segment, the byte
+// position of the next record in it, the start of the last record there
+// (-1 if none) and the offset of the next record.
+type writePos struct {
+	seg  *segment
+	pos  int
+	last int
+	tail int64
+}
+
+// partition is the isb.Log of one partition directory.
+type partition[T any] struct {
+	b   *Backend[T]
+	id  int
+	dir string
+
+	// closeMu: Append and Read hold it shared while they touch mappings;
+	// Close takes it exclusively before unmapping.
+	closeMu sync.RWMutex
+	closed  bool
+
+	// segMu guards segs. Readers hold it shared while they decode from a
+	// mapping, so Release cannot unmap a segment under them.
+	segMu sync.RWMutex
+	segs  []*segment // ascending; the last is the active one
+
+	head atomic.Int64
+	tail atomic.Int64
+	pub  atomic.Pointer[writePos] // what readers and flushers may use
+
+	// Appender-only scratch (the topic calls Append from one goroutine at
+	// a time per partition).
+	scratch []byte
+	ends    []int
+	pos     []uint32
+
+	// flushMu orders flushes, rollovers and producer checkpoints.
+	flushMu sync.Mutex
+	durable writePos // flushed to disk
+	ckpt    writePos // last producer checkpoint written
+	failed  error    // sticky: an I/O error left durability unknown
+
+	// commitMu guards commits and serializes consumer checkpoint writes.
+	commitMu sync.Mutex
+	commits  map[string]int64
+
+	releaseMu sync.Mutex // serializes retention
+}
+
+var _ isb.Log[int] = (*partition[int])(nil)
+
+func (p *partition[T]) Head() int64 { return p.head.Load() }
+func (p *partition[T]) Tail() int64 { return p.tail.Load() }
+
+// Append encodes items, writes them after the tail and flushes as the
+// flush policy requires. An encode error, an item too large for a segment
+// or a failure to create a segment stores nothing.
+func (p *partition[T]) Append(items []T) (int64, error) {
+	p.closeMu.RLock()
+	defer p.closeMu.RUnlock()
+	if p.closed {
+		return 0, isb.ErrClosed
+	}
+	if err := p.loadFailed(); err != nil {
+		return 0, err
+	}
+	first := p.tail.Load()
+	if len(items) == 0 {
+		return first, nil
+	}
+	if err := p.encode(items, first); err != nil {
+		return 0, err
+	}
+	// Plan where every record goes and create the segments the batch
+	// needs before touching the log, so a failure leaves no trace.
+	cur := *p.pub.Load()
+	var fresh []*segment
+	pos, capacity := cur.pos, len(cur.seg.data)
+	start := 0
+	for i, end := range p.ends {
+		if pos+end-start > capacity {
+			s, err := createSegment(p.dir, first+int64(i), p.b.cfg.segmentSize)
+			if err != nil {
+				for _, s := range fresh {
+					s.discard()
+				}
+				return 0, err
+			}
+			fresh = append(fresh, s)
+			pos, capacity = segmentHeaderSize, len(s.data)
+		}
+		pos += end - start
+		start = end
+	}
+	locked := len(fresh) > 0
+	if locked {
+		// Rollovers are flush boundaries; holding flushMu until the
+		// batch is published keeps flushers off a half-switched state.
+		p.flushMu.Lock()
+		defer p.flushMu.Unlock()
+	}
+	start = 0
+	p.pos = p.pos[:0]
+	for i, end := range p.ends {
+		rec := p.scratch[start:end]
+		start = end
+		if cur.pos+len(rec) > len(cur.seg.data) {
+			cur.seg.addPositions(p.pos)
+			p.pos = p.pos[:0]
+			next := fresh[0]
+			fresh = fresh[1:]
+			if err := p.rolloverLocked(&cur, next, first+int64(i)); err != nil {
+				for _, s := range fresh {
+					s.discard()
+				}
+				return 0, p.failLocked(err)
+			}
+		}
+		copy(cur.seg.data[cur.pos:], rec)
+		p.pos = append(p.pos, uint32(cur.pos))
+		cur.last = cur.pos
+		cur.pos += len(rec)
+	}
+	cur.seg.addPositions(p.pos)
+	cur.tail = first + int64(len(items))
+	p.pub.Store(&cur)
+	p.tail.Store(cur.tail)
+
+	if pol := p.b.cfg.flush; pol.kind == flushImmediate || pol.kind == flushBatch {
+		if !locked {
+			p.flushMu.Lock()
+			defer p.flushMu.Unlock()
+		}
+		if pol.kind == flushImmediate || cur.tail-p.durable.tail >= int64(pol.every) {
+			if err := p.flushLocked(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return first, nil
+}
+
+// encode frames every item as a record into p.scratch; p.ends holds where
+// each ends.
+func (p *partition[T]) encode(items []T, first int64) error {
+	maxRecord := int(p.b.cfg.segmentSize) - segmentHeaderSize
+	buf := p.scratch[:0]
+	p.ends = p.ends[:0]
+	for i, it := range items {
+		start := len(buf)
+		buf = append(buf, make([]byte, recordHeaderSize)...)
+		var err error
+		buf, err = p.b.cfg.codec.Append(buf, it)
+		if err != nil {
+			p.scratch = buf[:0]
+			return fmt.Errorf("mmap: partition %d: item %d of the batch: %w", p.id, i, err)
+		}
+		buf = append(buf, 0, 0, 0, 0)
+		if n := len(buf) - start; n > maxRecord {
+			p.scratch = buf[:0]
+			return &TooLargeError{Index: i, Record: n, Max: maxRecord}
+		}
+		frameRecord(buf[start:], first+int64(i))
+		p.ends = append(p.ends, len(buf))
+	}
+	p.scratch = buf
+	return nil
+}
+
+// rolloverLocked flushes and seals the active segment at offset next,
+// publishes s as the new active segment and checkpoints the producer there.
+// cur is the appender's position and moves to s.
+func (p *partition[T]) rolloverLocked(cur *writePos, s *segment, next int64) error {
+	if err := cur.seg.sync(p.durablePosIn(cur.seg), cur.pos); err != nil {
+		return err
+	}
+	if err := cur.seg.seal(next); err != nil {
+		return err
+	}
+	if err := s.publish(); err != nil {
+		return err
+	}
+	p.segMu.Lock()
+	p.segs = append(p.segs, s)
+	p.segMu.Unlock()
+	*cur = writePos{seg: s, pos: segmentHeaderSize, last: -1, tail: next}
+	p.durable = *cur
+	return p.checkpointProducerLocked()
+}
+
+// durablePosIn is where unflushed bytes of seg start.
+func (p *partition[T]) durablePosIn(seg *segment) int {
+	if p.durable.seg == seg {
+		return p.durable.pos
+	}
+	return segmentHeaderSize
+}
+
+// flushLocked flushes everything published and, once enough was flushed
+// since the last one, writes the producer checkpoint. The producer
+// checkpoint therefore never points past flushed records.
+func (p *partition[T]) flushLocked() error {
+	if p.failed != nil {
+		return p.failed
+	}
+	st := p.pub.Load()
+	if st.tail == p.durable.tail {
+		return nil
+	}
+	if err := st.seg.sync(p.durablePosIn(st.seg), st.pos); err != nil {
+		return p.failLocked(err)
+	}
+	p.durable = *st
+	if p.ckpt.seg != st.seg || st.pos-p.ckpt.pos >= producerCheckpointEvery {
+		return p.checkpointProducerLocked()
+	}
+	return nil
+}
+
+// flush flushes everything published.
+func (p *partition[T]) flush() error {
+	p.flushMu.Lock()
+	defer p.flushMu.Unlock()
+	return p.flushLocked()
+}
+
+// checkpointProducerLocked records the durable position in producer.offset.
+func (p *partition[T]) checkpointProducerLocked() error {
+	d := p.durable
+	if err := writeCheckpoint(filepath.Join(p.dir, producerFile), kindProducer,
+		checkpoint{d.tail, d.seg.first, int64(d.pos), int64(d.last)}); err != nil {
+		return p.failLocked(err)
+	}
+	p.ckpt = d
+	return nil
+}
+
+// failLocked makes err sticky: after a failed msync or checkpoint nobody
+// knows what reached the disk, so the partition refuses further appends
+// until it is reopened and recovered.
+func (p *partition[T]) failLocked(err error) error {
+	if p.failed == nil {
+		p.failed = fmt.Errorf("mmap: partition %d failed, reopen the topic: %w", p.id, err)
+	}
+	return p.failed
+}
+
+func (p *partition[T]) loadFailed() error {
+	p.flushMu.Lock()
+	defer p.flushMu.Unlock()
+	return p.failed
+}
+
+// Read decodes up to max records from offset into buf. A record that fails
+// its checks is a *CorruptError naming the segment and byte position; the
+// records before it in the batch are returned first.
+func (p *partition[T]) Read(offset int64, max int, buf []T) ([]T, error) {
+	p.closeMu.RLock()
+	defer p.closeMu.RUnlock()
+	if p.closed {
+		return nil, isb.ErrClosed
+	}
+	tail := p.tail.Load()
+	if head := p.head.Load(); offset < head || offset >= tail {
+		return nil, fmt.Errorf("%w: partition %d: read at %d, retained [%d, %d)", ErrOutOfRange, p.id, offset, head, tail)
+	}
+	if max < 1 {
+		max = 1
+	}
+	if len(buf) < max {
+		buf = make([]T, max)
+	}
+	p.segMu.RLock()
+	defer p.segMu.RUnlock()
+	i := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].first > offset }) - 1
+	if i < 0 {
+		return nil, fmt.Errorf("%w: partition %d: offset %d was released", ErrOutOfRange, p.id, offset)
+	}
+	seg, end := p.segs[i], tail
+	if i+1 < len(p.segs) {
+		end = min(end, p.segs[i+1].first)
+	}
+	n := int(min(int64(max), end-offset))
+	pos, err := seg.position(offset)
+	if err != nil {
+		return nil, err
+	}
+	for k := range n {
+		payload, next, _, reason := decodeRecord(seg.data, pos, offset+int64(k))
+		if reason != "" {
+			if k > 0 {
+				return buf[:k], nil
+			}
+			return nil, corrupt(seg.path, int64(pos), "offset %d: %s", offset, reason)
+		}
+		if err := p.b.cfg.codec.Decode(payload, &buf[k]); err != nil {
+			if k > 0 {
+				return buf[:k], nil
+			}
+			return nil, fmt.Errorf("mmap: %s offset %d: %w", seg.path, offset, err)
+		}
+		pos = next
+	}
+	return buf[:n], nil
+}
+
+// Commit flushes the log up to offset (so a commit never survives a crash
+// that loses what it covers) and replaces the group's checkpoint.
+func (p *partition[T]) Commit(group string, offset int64) error {
+	p.closeMu.RLock()
+	defer p.closeMu.RUnlock()
+	if p.closed {
+		return isb.ErrClosed
+	}
+	if tail := p.tail.Load(); offset > tail {
+		return fmt.Errorf("%w: partition %d: commit of group %q at %d, beyond the tail %d", ErrOutOfRange, p.id, group, offset, tail)
+	}
+	p.commitMu.Lock()
+	defer p.commitMu.Unlock()
+	prev, ok := p.commits[group]
+	if ok && offset <= prev {
+		return nil
+	}
+	p.flushMu.Lock()
+	var err error
+	if p.durable.tail < offset {
+		err = p.flushLocked()
+	} else if p.failed != nil {
+		err = p.failed
+	}
+	p.flushMu.Unlock()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(p.dir, offsetsDir, escapeGroup(group))
+	if !ok {
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("mmap: partition %d: group %q: %w", p.id, group, err)
+		}
+		if err := syncDir(filepath.Dir(dir)); err != nil {
+			return err
+		}
+	}
+	if err := writeCheckpoint(filepath.Join(dir, consumerFile), kindConsumer, checkpoint{offset}); err != nil {
+		return err
+	}
+	p.commits[group] = offset
+	p.b.addGroup(group)
+	return nil
+}
+
+// Committed returns the stored commit of group.
+func (p *partition[T]) Committed(group string) (int64, bool) {
+	p.commitMu.Lock()
+	defer p.commitMu.Unlock()
+	if c, ok := p.commits[group]; ok {
+		return c, true
+	}
+	return p.head.Load(), false
+}
+
+// Release deletes the oldest segments that every group has consumed,
+// keeping MaxRetainedConsumedSegments of them. earliest.offset moves (and
+// is flushed) before any file is deleted, so a crash in between leaves
+// files below it that the next open removes.
+func (p *partition[T]) Release(offset int64) error {
+	keep := p.b.cfg.retain
+	if keep < 0 {
+		return nil
+	}
+	p.closeMu.RLock()
+	defer p.closeMu.RUnlock()
+	if p.closed {
+		return isb.ErrClosed
+	}
+	// The topic computes offset over the groups it knows; the stored
+	// commits are folded in too, so a group persisted on disk but not
+	// running in this process still holds its data.
+	p.commitMu.Lock()
+	for _, c := range p.commits {
+		offset = min(offset, c)
+	}
+	p.commitMu.Unlock()
+
+	p.releaseMu.Lock()
+	defer p.releaseMu.Unlock()
+	p.segMu.RLock()
+	consumed := 0
+	for i := 0; i+1 < len(p.segs) && p.segs[i+1].first <= offset; i++ {
+		consumed++
+	}
+	drop := consumed - keep
+	var newHead int64
+	if drop > 0 {
+		newHead = p.segs[drop].first
+	}
+	p.segMu.RUnlock()
+	if drop <= 0 {
+		return nil
+	}
+	if err := writeCheckpoint(filepath.Join(p.dir, earliestFile), kindEarliest, checkpoint{newHead}); err != nil {
+		return err
+	}
+	p.head.Store(newHead)
+	p.segMu.Lock()
+	dropped := append([]*segment(nil), p.segs[:drop]...)
+	p.segs = append(p.segs[:0:0], p.segs[drop:]...)
+	p.segMu.Unlock()
+	var errs []error
+	for _, s := range dropped {
+		s.unmap()
+		if err := os.Remove(s.path); err != nil {
+			errs = append(errs, fmt.Errorf("mmap: delete released segment: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// close flushes, checkpoints the producer (so the next open scans nothing)
+// and unmaps every segment.
+func (p *partition[T]) close() error {
+	p.closeMu.Lock()
+	defer p.closeMu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	p.flushMu.Lock()
+	err := p.flushLocked()
+	if err == nil && p.ckpt != p.durable {
+		err = p.checkpointProducerLocked()
+	}
+	p.flushMu.Unlock()
+	p.segMu.Lock()
+	for _, s := range p.segs {
+		s.unmap()
+	}
+	p.segs = nil
+	p.segMu.Unlock()
+	return err
+}

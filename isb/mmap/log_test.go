@@ -1,0 +1,437 @@
+package mmap
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/runnel-dev/runnel/isb"
+	"github.com/runnel-dev/runnel/isb/codec"
+)
+
+func TestAppendReadAcrossSegments(t *testing.T) {
+	dir := t.TempDir()
+	b := open(t, dir, 2)
+	l := b.Partition(1)
+	// ~30-byte records in 4 KiB segments: several rollovers, some in
+	// the middle of a batch.
+	appendItems(t, l, 0, 1000, 37)
+	if l.Head() != 0 || l.Tail() != 1000 {
+		t.Fatalf("head, tail = %d, %d; want 0, 1000", l.Head(), l.Tail())
+	}
+	checkItems(t, readAll(t, l), 0, 1000)
+	if n := len(segFiles(t, dir, 1)); n < 5 {
+		t.Fatalf("%d segment files, want several", n)
+	}
+	if b.Partition(0).Tail() != 0 {
+		t.Fatal("partition 0 is not empty")
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b2 := open(t, dir, 2)
+	checkItems(t, readAll(t, b2.Partition(1)), 0, 1000)
+	appendItems(t, b2.Partition(1), 1000, 1100, 10)
+	checkItems(t, readAll(t, b2.Partition(1)), 0, 1100)
+}
+
+// A Read never crosses a segment end and never returns more than max.
+func TestReadStopsAtSegmentEnd(t *testing.T) {
+	b := open(t, t.TempDir(), 1)
+	l := b.Partition(0)
+	appendItems(t, l, 0, 400, 400)
+	p := l.(*partition[string])
+	boundary := p.segs[1].first
+	got, err := l.Read(boundary-2, 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkItems(t, got, int(boundary-2), 2)
+	got, err = l.Read(boundary, 3, make([]string, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkItems(t, got, int(boundary), 3)
+	for _, off := range []int64{-1, 400, 1000} {
+		if _, err := l.Read(off, 1, nil); !errors.Is(err, ErrOutOfRange) {
+			t.Fatalf("Read(%d): err = %v, want ErrOutOfRange", off, err)
+		}
+	}
+}
+
+func TestTooLargeStoresNothing(t *testing.T) {
+	b := open(t, t.TempDir(), 1)
+	l := b.Partition(0)
+	appendItems(t, l, 0, 3, 3)
+	big := strings.Repeat("x", MinSegmentSize)
+	_, err := l.Append([]string{item(3), big})
+	var te *TooLargeError
+	if !errors.Is(err, ErrTooLarge) || !errors.As(err, &te) {
+		t.Fatalf("err = %v, want *TooLargeError", err)
+	}
+	if te.Index != 1 || te.Record != recordSize(len(big)+2) || te.Max != MinSegmentSize-segmentHeaderSize {
+		t.Fatalf("TooLargeError = %+v", te)
+	}
+	if l.Tail() != 3 {
+		t.Fatalf("tail = %d after a rejected batch, want 3", l.Tail())
+	}
+	appendItems(t, l, 3, 6, 3)
+	checkItems(t, readAll(t, l), 0, 6)
+}
+
+func TestEncodeErrorStoresNothing(t *testing.T) {
+	b, err := New[float64](t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Open("f", 1); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	l := b.Partition(0)
+	_, err = l.Append([]float64{1, math.Inf(1)})
+	if !errors.Is(err, codec.ErrEncode) {
+		t.Fatalf("err = %v, want codec.ErrEncode", err)
+	}
+	if l.Tail() != 0 {
+		t.Fatalf("tail = %d, want 0", l.Tail())
+	}
+	if first, err := l.Append([]float64{2.5}); err != nil || first != 0 {
+		t.Fatalf("Append = %d, %v", first, err)
+	}
+	got, err := l.Read(0, 5, nil)
+	if err != nil || len(got) != 1 || got[0] != 2.5 {
+		t.Fatalf("Read = %v, %v", got, err)
+	}
+}
+
+func TestCodecs(t *testing.T) {
+	type point struct{ X, Y int32 }
+	raw, err := codec.Raw[point]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []codec.Codec[point]{codec.JSON[point](), codec.MsgPack[point](), raw} {
+		t.Run(c.Name(), func(t *testing.T) {
+			dir := t.TempDir()
+			for round := range 2 {
+				b, err := New[point](dir, WithCodec(c))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := b.Open("p", 1); err != nil {
+					t.Fatal(err)
+				}
+				l := b.Partition(0)
+				if _, err := l.Append([]point{{int32(round), 1}, {int32(round), 2}}); err != nil {
+					t.Fatal(err)
+				}
+				got, err := l.Read(0, 10, nil)
+				want := []point{{0, 1}, {0, 2}, {1, 1}, {1, 2}}[:2*(round+1)]
+				if err != nil || len(got) != len(want) {
+					t.Fatalf("Read = %v, %v; want %v", got, err, want)
+				}
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("Read = %v, want %v", got, want)
+					}
+				}
+				if err := b.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func TestOptionsValidated(t *testing.T) {
+	cases := []struct {
+		option string
+		opts   []Option
+	}{
+		{"SegmentSize", []Option{SegmentSize(100)}},
+		{"SegmentSize", []Option{SegmentSize(1 << 33)}},
+		{"Flush", []Option{Flush(Batch(0))}},
+		{"Flush", []Option{Flush(Interval(0))}},
+		{"Flush", []Option{Flush(FlushPolicy{})}},
+		{"MaxRetainedConsumedSegments", []Option{MaxRetainedConsumedSegments(-1)}},
+		{"WithCodec", []Option{WithCodec(codec.JSON[int]())}},
+		{"mmap.Option", []Option{nil}},
+	}
+	for _, tc := range cases {
+		_, err := New[string](t.TempDir(), tc.opts...)
+		var oe *isb.OptionError
+		if !errors.As(err, &oe) || !errors.Is(err, isb.ErrInvalidOption) || oe.Option != tc.option {
+			t.Fatalf("%s: err = %v, want *isb.OptionError for it", tc.option, err)
+		}
+	}
+	if _, err := New[string](""); err == nil {
+		t.Fatal("empty dir accepted")
+	}
+	b, err := New[string](t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"", ".", "..", "a/b"} {
+		if err := b.Open(name, 1); !errors.Is(err, ErrInvalidName) {
+			t.Fatalf("Open(%q): err = %v, want ErrInvalidName", name, err)
+		}
+	}
+}
+
+func TestCommits(t *testing.T) {
+	dir := t.TempDir()
+	b := open(t, dir, 2)
+	l := b.Partition(0)
+	appendItems(t, l, 0, 10, 10)
+	groups := []string{"plain", "", ".", "..", "a/b", "50%", "ünï"}
+	for i, g := range groups {
+		if c, ok := l.Committed(g); ok || c != 0 {
+			t.Fatalf("Committed(%q) = %d, %v before any commit", g, c, ok)
+		}
+		if err := l.Commit(g, int64(i+1)); err != nil {
+			t.Fatalf("Commit(%q): %v", g, err)
+		}
+	}
+	if err := l.Commit("plain", 0); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := l.Committed("plain"); c != 1 {
+		t.Fatalf("commit moved backwards to %d", c)
+	}
+	if err := l.Commit("plain", 11); !errors.Is(err, ErrOutOfRange) {
+		t.Fatalf("commit beyond tail: err = %v", err)
+	}
+	if err := b.Partition(1).Commit("only-p1", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	b2 := open(t, dir, 2)
+	want := []string{"", ".", "..", "50%", "a/b", "only-p1", "plain", "ünï"}
+	if got := b2.Groups(); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("Groups() = %q, want %q", got, want)
+	}
+	for i, g := range groups {
+		if c, ok := b2.Partition(0).Committed(g); !ok || c != int64(i+1) {
+			t.Fatalf("Committed(%q) = %d, %v after reopen; want %d", g, c, ok, i+1)
+		}
+	}
+	if _, ok := b2.Partition(1).Committed("plain"); ok {
+		t.Fatal("partition 1 has a commit of a group that committed only on partition 0")
+	}
+}
+
+// A commit is a flush boundary: under Interval the records it covers are
+// flushed (and the producer checkpoint never passes what is flushed).
+func TestFlushPolicies(t *testing.T) {
+	t.Run("Immediate", func(t *testing.T) {
+		b := open(t, t.TempDir(), 1, Flush(Immediate()))
+		p := b.parts[0]
+		appendItems(t, p, 0, 5, 1)
+		if d := durableTail(p); d != 5 {
+			t.Fatalf("durable tail %d, want 5", d)
+		}
+	})
+	t.Run("Batch", func(t *testing.T) {
+		b := open(t, t.TempDir(), 1, Flush(Batch(4)))
+		p := b.parts[0]
+		appendItems(t, p, 0, 3, 1)
+		if d := durableTail(p); d != 0 {
+			t.Fatalf("durable tail %d after 3 of Batch(4), want 0", d)
+		}
+		appendItems(t, p, 3, 4, 1)
+		if d := durableTail(p); d != 4 {
+			t.Fatalf("durable tail %d after 4 of Batch(4), want 4", d)
+		}
+		appendItems(t, p, 4, 6, 1)
+		if err := p.Commit("g", 5); err != nil {
+			t.Fatal(err)
+		}
+		if d := durableTail(p); d != 6 {
+			t.Fatalf("durable tail %d after a commit, want 6", d)
+		}
+	})
+	t.Run("Interval", func(t *testing.T) {
+		b := open(t, t.TempDir(), 1, Flush(Interval(time.Millisecond)))
+		p := b.parts[0]
+		appendItems(t, p, 0, 3, 3)
+		deadline := time.Now().Add(10 * time.Second)
+		for durableTail(p) != 3 {
+			if time.Now().After(deadline) {
+				t.Fatal("the interval flusher never flushed")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+	t.Run("Close", func(t *testing.T) {
+		dir := t.TempDir()
+		b := open(t, dir, 1, Flush(Batch(1000)))
+		appendItems(t, b.Partition(0), 0, 10, 1)
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		v, err := readCheckpoint(filepath.Join(partDir(dir, 0), producerFile), kindProducer)
+		if err != nil || v[0] != 10 {
+			t.Fatalf("producer checkpoint after Close = %v, %v; want tail 10", v, err)
+		}
+	})
+}
+
+func durableTail(p *partition[string]) int64 {
+	p.flushMu.Lock()
+	defer p.flushMu.Unlock()
+	return p.durable.tail
+}
+
+func TestRetention(t *testing.T) {
+	t.Run("unset keeps everything", func(t *testing.T) {
+		dir := t.TempDir()
+		b := open(t, dir, 1)
+		l := b.Partition(0)
+		appendItems(t, l, 0, 500, 50)
+		n := len(segFiles(t, dir, 0))
+		if err := l.Commit("g", 500); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(500); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(segFiles(t, dir, 0)); got != n || l.Head() != 0 {
+			t.Fatalf("%d segments (had %d), head %d: something was deleted", got, n, l.Head())
+		}
+	})
+	t.Run("keep 1", func(t *testing.T) {
+		dir := t.TempDir()
+		b := open(t, dir, 1, MaxRetainedConsumedSegments(1))
+		l := b.Partition(0).(*partition[string])
+		appendItems(t, l, 0, 500, 50)
+		segs := append([]*segment(nil), l.segs...)
+		if len(segs) < 4 {
+			t.Fatalf("only %d segments", len(segs))
+		}
+		// A persisted group that has consumed less holds the data.
+		if err := l.Commit("slow", segs[1].first); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(500); err != nil {
+			t.Fatal(err)
+		}
+		if l.Head() != 0 {
+			t.Fatalf("head %d: deleted what group slow has not consumed", l.Head())
+		}
+		if err := l.Commit("slow", segs[3].first); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(segs[3].first); err != nil {
+			t.Fatal(err)
+		}
+		// Segments 0..2 are consumed; one is kept.
+		if l.Head() != segs[2].first {
+			t.Fatalf("head %d, want %d", l.Head(), segs[2].first)
+		}
+		for i, s := range segs {
+			if exists(s.path) != (i >= 2) {
+				t.Fatalf("segment %d exists=%v", i, exists(s.path))
+			}
+		}
+		if _, err := l.Read(segs[2].first-1, 1, nil); !errors.Is(err, ErrOutOfRange) {
+			t.Fatalf("read below head: %v", err)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b2 := open(t, dir, 1)
+		l2 := b2.Partition(0)
+		if l2.Head() != segs[2].first {
+			t.Fatalf("head after reopen %d, want %d", l2.Head(), segs[2].first)
+		}
+		got := readAll(t, l2)
+		checkItems(t, got, int(segs[2].first), 500-int(segs[2].first))
+	})
+}
+
+// Readers run beside the appender (run with -race).
+func TestConcurrentReadAppend(t *testing.T) {
+	b := open(t, t.TempDir(), 1, Flush(Batch(50)))
+	l := b.Partition(0)
+	const n = 3000
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			buf := make([]string, 16)
+			for off := int64(0); off < n; {
+				if off >= l.Tail() {
+					time.Sleep(10 * time.Microsecond)
+					continue
+				}
+				items, err := l.Read(off, len(buf), buf)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for i, it := range items {
+					if it != item(int(off)+i) {
+						t.Errorf("offset %d = %q", int(off)+i, it)
+						return
+					}
+				}
+				off += int64(len(items))
+				if off%500 < 16 {
+					if err := l.Commit("g", off); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		})
+	}
+	appendItems(t, l, 0, n, 7)
+	wg.Wait()
+}
+
+func TestClosed(t *testing.T) {
+	b := open(t, t.TempDir(), 1)
+	l := b.Partition(0)
+	appendItems(t, l, 0, 2, 2)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := l.Append([]string{"x"}); !errors.Is(err, isb.ErrClosed) {
+		t.Fatalf("Append after Close: %v", err)
+	}
+	if _, err := l.Read(0, 1, nil); !errors.Is(err, isb.ErrClosed) {
+		t.Fatalf("Read after Close: %v", err)
+	}
+	if err := l.Commit("g", 1); !errors.Is(err, isb.ErrClosed) {
+		t.Fatalf("Commit after Close: %v", err)
+	}
+}
+
+func TestLayout(t *testing.T) {
+	dir := t.TempDir()
+	b := open(t, dir, 1)
+	appendItems(t, b.Partition(0), 0, 3, 3)
+	if err := b.Partition(0).Commit("a/b", 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{segmentFileName(0), producerFile, earliestFile, filepath.Join(offsetsDir, "a%2Fb", consumerFile)} {
+		if !exists(filepath.Join(partDir(dir, 0), f)) {
+			t.Fatalf("%s missing", f)
+		}
+	}
+	st, err := os.Stat(filepath.Join(partDir(dir, 0), segmentFileName(0)))
+	if err != nil || st.Size() != MinSegmentSize {
+		t.Fatalf("segment size %v, %v; want preallocated %d", st.Size(), err, MinSegmentSize)
+	}
+}

@@ -1,0 +1,221 @@
+package mmap
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// segment is one memory-mapped segment file.
+type segment struct {
+	first int64
+	path  string
+	data  []byte // the whole file, mapped shared read-write
+
+	// next is the offset after the last record once sealed (unsealed
+	// while active). Written by the appender under the partition's
+	// flushMu and by recovery; read by readers under the partition's
+	// segMu read lock, which rollover's append of the next segment orders.
+	next int64
+
+	// mu guards the position index. Readers build the part recovered from
+	// disk lazily; the appender adds what it writes.
+	mu sync.Mutex
+	// lazy holds positions of offsets first, first+1, ... below
+	// eagerFirst, found by scanning from the segment start on demand.
+	lazy    []uint32
+	lazyEnd int // position after the last lazily indexed record
+	// eager holds positions of offsets eagerFirst, eagerFirst+1, ...,
+	// known without scanning (written in this process or scanned by
+	// recovery).
+	eagerFirst int64
+	eager      []uint32
+}
+
+var pageSize = os.Getpagesize()
+
+// createSegment creates a preallocated segment of size bytes for offsets
+// from first, under a temporary name; publish renames it into place. Its
+// header is durable before it returns.
+func createSegment(dir string, first, size int64) (*segment, error) {
+	path := filepath.Join(dir, segmentFileName(first))
+	f, err := os.OpenFile(path+tmpSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("mmap: create segment: %w", err)
+	}
+	defer f.Close()
+	fail := func(err error) (*segment, error) {
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("mmap: create segment %s: %w", f.Name(), err)
+	}
+	if err := preallocate(f, 0, size); err != nil {
+		return fail(err)
+	}
+	var hdr [segmentHeaderSize]byte
+	segmentHeader{first: first, next: unsealed}.encode(hdr[:])
+	if _, err := f.WriteAt(hdr[:], 0); err != nil {
+		return fail(err)
+	}
+	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		return fail(err)
+	}
+	data, err := mapFile(f, size)
+	if err != nil {
+		return fail(err)
+	}
+	return &segment{first: first, path: path, data: data, next: unsealed, eagerFirst: first, lazyEnd: segmentHeaderSize}, nil
+}
+
+// publish renames a created segment to its final name and makes the name
+// durable.
+func (s *segment) publish() error {
+	if err := os.Rename(s.path+tmpSuffix, s.path); err != nil {
+		return fmt.Errorf("mmap: publish segment: %w", err)
+	}
+	return syncDir(filepath.Dir(s.path))
+}
+
+// discard unmaps and removes a created segment that was never published.
+func (s *segment) discard() {
+	s.unmap()
+	os.Remove(s.path + tmpSuffix)
+}
+
+// openSegment maps an existing segment file and checks its header.
+func openSegment(path string, first int64) (*segment, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("mmap: open segment: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("mmap: open segment: %w", err)
+	}
+	if st.Size() < MinSegmentSize || st.Size() > MaxSegmentSize {
+		return nil, corrupt(path, -1, "file size %d is outside [%d, %d]", st.Size(), MinSegmentSize, int64(MaxSegmentSize))
+	}
+	data, err := mapFile(f, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("mmap: open segment %s: %w", path, err)
+	}
+	h, reason := decodeSegmentHeader(data)
+	if reason == "" && h.first != first {
+		reason = fmt.Sprintf("header says the segment starts at offset %d, its name says %d", h.first, first)
+	}
+	if reason != "" {
+		unix.Munmap(data)
+		return nil, corrupt(path, 0, "%s", reason)
+	}
+	// The index of a recovered segment is built on demand by readers;
+	// recovery moves eagerFirst to where its scan began.
+	eagerFirst := h.next
+	if h.next == unsealed {
+		eagerFirst = first
+	}
+	return &segment{first: first, path: path, data: data, next: h.next, eagerFirst: eagerFirst, lazyEnd: segmentHeaderSize}, nil
+}
+
+// mapFile maps size bytes of f shared and read-write. MADV_RANDOM stops
+// the kernel from reading ahead and, on msync, from writing back whole
+// clusters of pages around the dirty ones.
+func mapFile(f *os.File, size int64) ([]byte, error) {
+	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap: %w", err)
+	}
+	if err := unix.Madvise(data, unix.MADV_RANDOM); err != nil {
+		unix.Munmap(data)
+		return nil, fmt.Errorf("madvise: %w", err)
+	}
+	return data, nil
+}
+
+// preallocate reserves [off, off+n) of f so that writes through the mapping
+// never hit a hole on a full disk (SIGBUS); where the file system cannot
+// allocate, it only sets the size. It never writes zeros: pages written
+// with zeros make every later msync write far more than the new records.
+func preallocate(f *os.File, off, n int64) error {
+	err := unix.Fallocate(int(f.Fd()), 0, off, n)
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+		return f.Truncate(off + n)
+	}
+	return err
+}
+
+// sync flushes data[from:to] of the mapping to disk (from is rounded down
+// to a page, as msync requires).
+func (s *segment) sync(from, to int) error {
+	if to <= from {
+		return nil
+	}
+	from -= from % pageSize
+	if err := unix.Msync(s.data[from:to], unix.MS_SYNC); err != nil {
+		return fmt.Errorf("mmap: msync %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// seal records in the header that the segment ends before offset next and
+// flushes the header.
+func (s *segment) seal(next int64) error {
+	segmentHeader{first: s.first, next: next}.encode(s.data[:segmentHeaderSize])
+	if err := s.sync(0, segmentHeaderSize); err != nil {
+		return err
+	}
+	s.next = next
+	return nil
+}
+
+func (s *segment) unmap() {
+	if s.data != nil {
+		unix.Munmap(s.data)
+		s.data = nil
+	}
+}
+
+// addPositions indexes records the appender wrote at offsets
+// eagerFirst+len(eager)...
+func (s *segment) addPositions(pos []uint32) {
+	s.mu.Lock()
+	s.eager = append(s.eager, pos...)
+	s.mu.Unlock()
+}
+
+// truncatePositions forgets eager positions of offsets >= end (records that
+// were written but never published).
+func (s *segment) truncatePositions(end int64) {
+	s.mu.Lock()
+	if n := end - s.eagerFirst; n >= 0 && n < int64(len(s.eager)) {
+		s.eager = s.eager[:n]
+	}
+	s.mu.Unlock()
+}
+
+// position returns the byte position of the record at offset, which the
+// caller knows is below the segment's end. Below eagerFirst it scans from
+// the last known record, checking every record on the way.
+func (s *segment) position(offset int64) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if offset >= s.eagerFirst {
+		i := offset - s.eagerFirst
+		if i >= int64(len(s.eager)) {
+			return 0, fmt.Errorf("mmap: internal: offset %d not indexed in %s", offset, s.path)
+		}
+		return int(s.eager[i]), nil
+	}
+	for o := s.first + int64(len(s.lazy)); o <= offset; o++ {
+		_, next, _, reason := decodeRecord(s.data, s.lazyEnd, o)
+		if reason != "" {
+			return 0, corrupt(s.path, int64(s.lazyEnd), "offset %d: %s", o, reason)
+		}
+		s.lazy = append(s.lazy, uint32(s.lazyEnd))
+		s.lazyEnd = next
+	}
+	return int(s.lazy[offset-s.first]), nil
+}
