@@ -30,6 +30,10 @@ func RunSource[T any](soft, hard context.Context, cfg Config, src vertex.Source[
 		return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, Err: err}
 	}
 	for {
+		if soft.Err() != nil {
+			// A source that never blocks would not notice ctx by itself.
+			return nil
+		}
 		msgs, err := src.Read(soft, cfg.Options.BatchSize)
 		if err != nil && !errors.Is(err, io.EOF) {
 			if soft.Err() != nil {

@@ -82,6 +82,9 @@ func (g *GeneratorSource[T]) Validate() error {
 // io.EOF once Count messages were generated.
 func (g *GeneratorSource[T]) Read(ctx context.Context, maxN int) ([]Message[T], error) {
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		first, n, wait := g.reserve(maxN)
 		if n > 0 {
 			return g.build(first, n), nil

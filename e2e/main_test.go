@@ -1,0 +1,11 @@
+// Package e2e runs whole pipelines and checks what reaches the sinks
+// against an oracle: every message counted per ID, no loss, no duplicate.
+package e2e
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
