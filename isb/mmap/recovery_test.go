@@ -361,4 +361,3 @@ func TestRecoverySealedLastSegment(t *testing.T) {
 		t.Fatal("the next segment was not recreated")
 	}
 }
-
