@@ -1,0 +1,89 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/runnel-dev/runnel/pipeline"
+	"github.com/runnel-dev/runnel/vertex"
+)
+
+// A source, a map and a sink: Run returns once the slice is exhausted and
+// everything has reached the sink.
+func Example() {
+	p := pipeline.New("squares")
+	nums := pipeline.Source(p, "nums", vertex.FromSlice([]int{1, 2, 3, 4}))
+	squares := pipeline.Map(p, "square", nums, func(_ context.Context, v int) (int, error) { return v * v, nil })
+	var mu sync.Mutex
+	var got []int
+	pipeline.Sink(p, "collect", squares, vertex.Func(func(_ context.Context, msgs []vertex.Message[int]) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			got = append(got, m.Value)
+		}
+		return nil
+	}))
+	if err := p.Run(context.Background()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	slices.Sort(got)
+	fmt.Println(got)
+	// Output: [1 4 9 16]
+}
+
+// A split by tags and a join: short and long words take different paths
+// and meet again in one sink.
+func ExampleJoin() {
+	p := pipeline.New("branches")
+	words := pipeline.Source(p, "words", vertex.FromSlice([]string{"a", "streaming", "go", "dataflow"}))
+	tagged := pipeline.FlatMap(p, "measure", words, func(_ context.Context, m vertex.Message[string]) ([]vertex.Message[string], error) {
+		out := vertex.Derive(m, m.Value)
+		out.Tags = []string{"short"}
+		if len(m.Value) > 3 {
+			out.Tags = []string{"long"}
+		}
+		return []vertex.Message[string]{out}, nil
+	})
+	upper := pipeline.Map(p, "upper", tagged.Tagged("long"), func(_ context.Context, s string) (string, error) {
+		return strings.ToUpper(s), nil
+	})
+	var mu sync.Mutex
+	var got []string
+	pipeline.Sink(p, "all", pipeline.Join(tagged.Tagged("short"), upper), vertex.Func(func(_ context.Context, msgs []vertex.Message[string]) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			got = append(got, m.Value)
+		}
+		return nil
+	}))
+	if err := p.Run(context.Background()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	slices.Sort(got)
+	fmt.Println(got)
+	// Output: [DATAFLOW STREAMING a go]
+}
+
+// Stats reports each vertex's counters, while running or after.
+func ExamplePipeline_Stats() {
+	p := pipeline.New("counted")
+	src := pipeline.Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }, vertex.Count(1000)))
+	pipeline.Sink(p, "drop", src, vertex.Blackhole[int64]())
+	if err := p.Run(context.Background()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, s := range p.Stats() {
+		fmt.Printf("%s: read %d, written %d, acked %d, pending %d\n", s.Name, s.Read, s.Written, s.Acked, s.Pending)
+	}
+	// Output:
+	// gen: read 1000, written 1000, acked 1000, pending 0
+	// drop: read 1000, written 1000, acked 1000, pending 0
+}
