@@ -58,8 +58,12 @@ func NewTopic[T any](dir, name string, opts []Option, topicOpts ...isb.TopicOpti
 	}
 	t, err := isb.NewTopic[T](name, b, topicOpts...)
 	if err != nil {
-		// NewTopic may have opened the backend before failing.
-		return nil, errors.Join(err, b.Close())
+		// NewTopic may have opened the backend before failing; the
+		// error is returned unchanged unless closing fails too.
+		if cerr := b.Close(); cerr != nil {
+			return nil, errors.Join(err, cerr)
+		}
+		return nil, err
 	}
 	return t, nil
 }
