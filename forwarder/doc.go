@@ -16,8 +16,9 @@
 //
 // Commits are made by the reader goroutine only, because an isb consumer
 // allows one goroutine at a time: an ack that arrives while the reader waits
-// in Pull interrupts that Pull (its context is cancelled), which the isb
-// contract makes harmless.
+// (for permits, or in Pull) interrupts the wait by cancelling its context,
+// which the isb contract makes harmless (a cancelled Pull delivers
+// nothing), and the reader commits at once.
 //
 // Watermarks, and work-in-progress marking for storage with ack deadlines,
 // plug in through the small interfaces of hooks.go; nil hooks cost nothing.

@@ -42,7 +42,7 @@ type reader[T any] struct {
 	mu         sync.Mutex // guards the fields below
 	dirty      []bool     // partitions with acks not yet committed
 	anyDirty   bool
-	pullCancel context.CancelFunc // interrupts the Pull in progress
+	waitCancel context.CancelFunc // interrupts the reader's wait in progress
 }
 
 func newReader[T any](c *isb.PullConsumer[vertex.Message[T]], partitions, batch, maxInFlight int, counters *Counters, fetch WatermarkFetcher, onCommit func()) *reader[T] {
@@ -65,21 +65,29 @@ func (r *reader[T]) loop(stop context.Context, dispatch func([]inflight[T]) bool
 	held := 0
 	defer func() { r.release(held) }()
 	for {
-		if held == 0 {
-			if err := r.sem.Acquire(stop, int64(r.batch)); err != nil {
-				return nil
-			}
-			held = r.batch
-		}
 		if err := r.commitDirty(); err != nil {
 			return err
 		}
-		pctx, ok := r.beginPull(stop)
+		// Both waits (for permits, for items) end early when an ack comes
+		// in, so commits never wait for the next batch.
+		wctx, ok := r.beginWait(stop)
 		if !ok {
-			continue // acks arrived: commit them before waiting
+			continue // acks arrived: commit them first
 		}
-		b, err := r.c.Pull(pctx)
-		r.endPull()
+		if held == 0 {
+			err := r.sem.Acquire(wctx, int64(r.batch))
+			r.endWait()
+			if err != nil {
+				if stop.Err() != nil {
+					return nil
+				}
+				continue // interrupted by an ack
+			}
+			held = r.batch
+			continue
+		}
+		b, err := r.c.Pull(wctx)
+		r.endWait()
 		if err != nil {
 			switch {
 			case stop.Err() != nil || errors.Is(err, isb.ErrClosed):
@@ -136,37 +144,38 @@ func (r *reader[T]) take(b isb.Batch[vertex.Message[T]]) []inflight[T] {
 	return items
 }
 
-// beginPull returns the context of the next Pull, or false when acks are
-// waiting to be committed first.
-func (r *reader[T]) beginPull(stop context.Context) (context.Context, bool) {
+// beginWait returns the context of the next wait (for permits or for
+// items), which an ack cancels, or false when acks are waiting to be
+// committed first.
+func (r *reader[T]) beginWait(stop context.Context) (context.Context, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.anyDirty {
 		return nil, false
 	}
 	ctx, cancel := context.WithCancel(stop)
-	r.pullCancel = cancel
+	r.waitCancel = cancel
 	return ctx, true
 }
 
-func (r *reader[T]) endPull() {
+func (r *reader[T]) endWait() {
 	r.mu.Lock()
-	if r.pullCancel != nil {
-		r.pullCancel()
-		r.pullCancel = nil
+	if r.waitCancel != nil {
+		r.waitCancel()
+		r.waitCancel = nil
 	}
 	r.mu.Unlock()
 }
 
-// markDirty records that partition has acks to commit and interrupts a
-// waiting Pull so the reader commits them now.
+// markDirty records that partition has acks to commit and interrupts the
+// reader's wait so that it commits them now.
 func (r *reader[T]) markDirty(partition int) {
 	r.mu.Lock()
 	r.dirty[partition] = true
 	r.anyDirty = true
-	if r.pullCancel != nil {
-		r.pullCancel()
-		r.pullCancel = nil
+	if r.waitCancel != nil {
+		r.waitCancel()
+		r.waitCancel = nil
 	}
 	r.mu.Unlock()
 }
