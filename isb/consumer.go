@@ -114,7 +114,8 @@ func (c *PullConsumer[T]) Assigned() []int {
 
 // Pull blocks until at least one item is available or ctx ends, and returns
 // up to BatchSize items of one partition. Under auto commit it first commits
-// the previous batch. The batch is valid until the next Pull or Commit.
+// the previous batch (also when ctx has ended already). The batch is valid
+// until the next Pull or Commit.
 //
 // A consumer with several partitions reads them round-robin, starting after
 // the one it read last and skipping empty ones. When ctx ends Pull returns
@@ -126,13 +127,15 @@ func (c *PullConsumer[T]) Pull(ctx context.Context) (Batch[T], error) {
 	if c.closed.Load() || c.topic.closed.Load() {
 		return Batch[T]{}, ErrClosed
 	}
-	if err := ctx.Err(); err != nil {
-		return Batch[T]{}, err
-	}
+	// Calling Pull says the previous batch is done, even with a ctx that
+	// has ended: commit it first.
 	if !c.cfg.manualCommit {
 		if err := c.commitLastLocked(); err != nil {
 			return Batch[T]{}, err
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return Batch[T]{}, err
 	}
 	t := c.topic
 	for {

@@ -15,10 +15,12 @@ import (
 // The handler's ctx is cancelled by Stop. The batch is valid only during
 // the call.
 //
-// Auto commit (the default): a batch is committed when the goroutine pulls
-// the next one, whatever the handler returned; a handler error goes to the
-// OnError callback and the batch is skipped. When Stop ends the loop, the
-// last batch is committed only if its handler returned nil.
+// Auto commit (the default): a batch is committed when its goroutine pulls
+// again, which it does as soon as the handler returns (also when Stop was
+// called meanwhile), whatever the handler returned: a handler error goes to
+// the OnError callback and the batch is skipped. The one exception is a
+// handler that fails after Stop cancelled its ctx: that batch is left
+// uncommitted, to be delivered again.
 //
 // ManualCommit: a batch is committed (CommitTo its end) when the handler
 // returns nil. An error goes to OnError and the same batch is retried after
@@ -84,19 +86,10 @@ func (pc *PushConsumer[T]) run(ctx context.Context, c *PullConsumer[T]) {
 			if err := pc.handler(ctx, b); err != nil {
 				pc.report(b.Partition, b.Offset, err)
 				if ctx.Err() != nil {
-					return // stopped: leave the batch uncommitted
+					return // failed as Stop cancelled it: leave it uncommitted
 				}
-				continue // skipped: the next Pull commits it
 			}
-			if ctx.Err() != nil {
-				// Stopped while handling: commit what the handler finished,
-				// since no next Pull will.
-				if err := c.Commit(); err != nil {
-					pc.report(b.Partition, b.Offset, err)
-				}
-				return
-			}
-			continue
+			continue // the next Pull commits the batch, even after Stop
 		}
 		if !pc.handleManual(ctx, c, b) {
 			return

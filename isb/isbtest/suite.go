@@ -1,9 +1,14 @@
-// Package isbtest is the behaviour suite every isb storage mode must pass.
+// Package isbtest is the behaviour suite every isb storage mode must pass,
+// and SliceBackend, a reference Backend that the isb tests run against.
 // A storage package's tests call Run with a Factory that makes its topics.
 package isbtest
 
 import (
+	"context"
+	"errors"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/runnel-dev/runnel/isb"
 )
@@ -18,9 +23,166 @@ type Item struct {
 
 // Factory creates a fresh, empty topic named name with opts on the storage
 // under test. It registers cleanup (closing the topic, removing files) with t.
+// It must return isb.NewTopic's error unchanged for invalid options and
+// names, so it should not use name before NewTopic validated it.
 type Factory func(t testing.TB, name string, opts ...isb.TopicOption) (*isb.Topic[Item], error)
 
-// Run runs the whole suite against f.
+// Run runs the whole suite against f, one subtest per behaviour. The
+// subtests run one after the other; none asserts a duration.
 func Run(t *testing.T, f Factory) {
-	t.Skip("isbtest: TODO(issue 2)")
+	s := suite{f: f}
+	for _, c := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"TopicOptions", s.topicOptions},
+		{"ConsumerOptions", s.consumerOptions},
+		{"ConcurrentProducersAndGroups", s.concurrentAccounting},
+		{"CapacityNeverExceeded", s.capacityNeverExceeded},
+		{"FIFOAdmission", s.fifoAdmission},
+		{"CancelledWaiterTakesNoCapacity", s.cancelledWaiter},
+		{"FailBatchRules", s.failBatchRules},
+		{"WaitBatchRules", s.waitBatchRules},
+		{"NumericKeys", s.numericKeys},
+		{"StringKeys", s.stringKeys},
+		{"SelectorOutOfRange", s.selectorOutOfRange},
+		{"CommitAfterEmptyAndCancelledPull", s.commitAfterEmptyPull},
+		{"CommitToErrors", s.commitToErrors},
+		{"AutoCommitResume", s.autoCommitResume},
+		{"ManualCommitResume", s.manualCommitResume},
+		{"LateGroup", s.lateGroup},
+		{"ConsumerSplit", s.consumerSplit},
+		{"GroupInUse", s.groupInUse},
+		{"RoundRobinSkipsEmptyPartitions", s.roundRobinPartitions},
+		{"PushAutoCommit", s.pushAutoCommit},
+		{"PushManualRetry", s.pushManualRetry},
+		{"PushStopWaitsForHandler", s.pushStopWaits},
+		{"CloseWakesBlockedCalls", s.closeWakes},
+		{"ConsumerCloseWakesPull", s.consumerCloseWakesPull},
+	} {
+		t.Run(c.name, c.run)
+	}
+}
+
+type suite struct{ f Factory }
+
+// topic makes a fresh topic or fails the test.
+func (s suite) topic(t *testing.T, opts ...isb.TopicOption) *isb.Topic[Item] {
+	t.Helper()
+	tp, err := s.f(t, "orders", opts...)
+	if err != nil {
+		t.Fatalf("factory: %v", err)
+	}
+	return tp
+}
+
+// testTimeout bounds every wait of the suite, so a lost wake-up fails the
+// test instead of hanging it. It is generous: the suite runs on loaded
+// machines and under the race detector.
+const testTimeout = 2 * time.Minute
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// quiet is how long a Pull waits to show that there is nothing to read.
+const quiet = 20 * time.Millisecond
+
+// consumer opens a consumer of group owning every partition and closes it
+// at cleanup.
+func consumer(t *testing.T, tp *isb.Topic[Item], group string, opts ...isb.ConsumerOption) *isb.PullConsumer[Item] {
+	t.Helper()
+	c, err := tp.PullConsumer(group, opts...)
+	if err != nil {
+		t.Fatalf("PullConsumer(%q): %v", group, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// pull pulls one batch and returns it with its items copied (they may
+// alias storage).
+func pull(t *testing.T, ctx context.Context, c *isb.PullConsumer[Item]) isb.Batch[Item] {
+	t.Helper()
+	b, err := c.Pull(ctx)
+	if err != nil {
+		t.Fatalf("Pull: %v", err)
+	}
+	b.Items = slices.Clone(b.Items)
+	return b
+}
+
+// pullItems pulls until it has n items and returns them in pull order,
+// checking that batches of a partition follow each other without a gap.
+func pullItems(t *testing.T, ctx context.Context, c *isb.PullConsumer[Item], n int) []Item {
+	t.Helper()
+	var got []Item
+	for len(got) < n {
+		b := pull(t, ctx, c)
+		got = append(got, b.Items...)
+	}
+	if len(got) != n {
+		t.Fatalf("pulled %d items, want %d", len(got), n)
+	}
+	return got
+}
+
+// expectEmpty checks that c has nothing to read now.
+func expectEmpty(t *testing.T, c *isb.PullConsumer[Item]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), quiet)
+	defer cancel()
+	b, err := c.Pull(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Pull on a drained consumer = %v, %v; want context.DeadlineExceeded", b, err)
+	}
+}
+
+// produce produces items one by one.
+func produce(t *testing.T, ctx context.Context, pr *isb.Producer[Item], items ...Item) {
+	t.Helper()
+	for _, it := range items {
+		if err := pr.Produce(ctx, it); err != nil {
+			t.Fatalf("Produce(%v): %v", it, err)
+		}
+	}
+}
+
+// seqs returns items 0..n-1 of producer p.
+func seqs(p, from, n int) []Item {
+	items := make([]Item, n)
+	for i := range items {
+		items[i] = Item{Producer: p, Seq: from + i}
+	}
+	return items
+}
+
+// waitFor polls cond until it holds or the test times out; it is how the
+// suite waits for another goroutine to reach a state (such as queued).
+func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// toPartition routes an item to the partition named by its Producer field.
+var toPartition = isb.BySelector(func(it Item, n int) int { return it.Producer })
+
+// optionName checks that err is an *isb.OptionError naming option.
+func optionName(t *testing.T, what string, err error, option string) {
+	t.Helper()
+	var oe *isb.OptionError
+	if !errors.As(err, &oe) || !errors.Is(err, isb.ErrInvalidOption) {
+		t.Fatalf("%s: error %v, want an *isb.OptionError", what, err)
+	}
+	if oe.Option != option {
+		t.Fatalf("%s: error names option %q, want %q (%v)", what, oe.Option, option, err)
+	}
 }
