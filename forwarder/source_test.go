@@ -1,0 +1,81 @@
+package forwarder
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/runnel-dev/runnel/vertex"
+)
+
+type fakeSourceWM struct{ mins []time.Time }
+
+func (f *fakeSourceWM) Observe(partition int, minEventTime time.Time) time.Time {
+	f.mins = append(f.mins, minEventTime)
+	return time.Unix(100, 0)
+}
+
+type ackRecorder struct {
+	*vertex.SliceSource[int]
+	mu    sync.Mutex
+	acked []string
+}
+
+func (a *ackRecorder) Ack(_ context.Context, msgs []vertex.Message[int]) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, m := range msgs {
+		a.acked = append(a.acked, m.ID)
+	}
+	return nil
+}
+
+// The source forwarder stamps missing event times, marks late messages
+// from the source watermark, writes, publishes and acks to the source.
+func TestRunSource(t *testing.T) {
+	in := []msg{
+		{ID: "old", EventTime: time.Unix(50, 0)},
+		{ID: "new", EventTime: time.Unix(150, 0)},
+		{ID: "unset"},
+	}
+	src := &ackRecorder{SliceSource: vertex.FromMessages(in)}
+	out := newTopic(t, "out")
+	wm := &fakeSourceWM{}
+	pub := &fakePublisher{}
+	c := &Counters{}
+	cfg := Config{Vertex: "src", Options: vertex.Config{BatchSize: 10}, Counters: c,
+		Hooks: Hooks{Source: wm, Publisher: pub}, Fail: func(err error) { t.Error(err) }}
+	before := time.Now()
+	if err := RunSource(context.Background(), context.Background(), cfg, vertex.Source[int](src), []Edge[int]{{To: "out", Topic: out}}); err != nil {
+		t.Fatal(err)
+	}
+	got := drain(t, out)[0]
+	if len(got) != 3 {
+		t.Fatalf("wrote %d, want 3", len(got))
+	}
+	for _, m := range got {
+		if !m.Watermark.Equal(time.Unix(100, 0)) {
+			t.Errorf("%s: watermark %v", m.ID, m.Watermark)
+		}
+	}
+	if !got[0].Late || got[1].Late || got[2].Late {
+		t.Errorf("late flags %v %v %v, want only the old one", got[0].Late, got[1].Late, got[2].Late)
+	}
+	if got[2].EventTime.Before(before) {
+		t.Errorf("unset event time stamped %v, before the read", got[2].EventTime)
+	}
+	if len(wm.mins) != 1 || !wm.mins[0].Equal(time.Unix(50, 0)) {
+		t.Errorf("observed minimum event times %v, want [50s]", wm.mins)
+	}
+	if len(src.acked) != 3 || len(pub.calls) != 1 || pub.calls[0].wm != 100 {
+		t.Errorf("acked %v, publisher calls %v", src.acked, pub.calls)
+	}
+	if s := c.Snapshot(); s.Read != 3 || s.Written != 3 || s.Acked != 3 || s.InFlight != 0 {
+		t.Errorf("counters %+v", s)
+	}
+	// The source's own slice is untouched: stamping works on copies.
+	if !in[2].EventTime.IsZero() || in[0].Late {
+		t.Errorf("the caller's messages were modified")
+	}
+}

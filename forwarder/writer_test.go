@@ -1,0 +1,170 @@
+package forwarder
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/runnel-dev/runnel/isb"
+	"github.com/runnel-dev/runnel/isb/memory"
+	"github.com/runnel-dev/runnel/vertex"
+)
+
+func newTopic(t *testing.T, name string, opts ...isb.TopicOption) *isb.Topic[msg] {
+	t.Helper()
+	topic, err := memory.NewTopic[msg](name, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = topic.Close() })
+	return topic
+}
+
+// drain reads every item of topic, per partition.
+func drain(t *testing.T, topic *isb.Topic[msg]) map[int][]msg {
+	t.Helper()
+	c, err := topic.PullConsumer("check", isb.BatchSize(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	out := map[int][]msg{}
+	for topic.Pending("check") > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		b, err := c.Pull(ctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[b.Partition] = append(out[b.Partition], b.Items...)
+		if err := c.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func ids(ms []msg) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.ID)
+	}
+	return out
+}
+
+func TestWriterConditionsAndDrops(t *testing.T) {
+	onlyX, all := newTopic(t, "x"), newTopic(t, "all")
+	c := &Counters{}
+	w := NewWriter([]Edge[int]{{To: "x", Topic: onlyX, When: vertex.AnyTag("x")}, {To: "all", Topic: all}}, c, nil, nil)
+	in := []msg{
+		{ID: "x", Tags: []string{"x"}},
+		{ID: "y", Tags: []string{"y"}},
+		{ID: "drop", Tags: []string{"x", vertex.DropTag}},
+		{ID: "none"},
+	}
+	if err := w.Write(context.Background(), in, &WriteBuffer[int]{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(drain(t, onlyX)[0]); !slices.Equal(got, []string{"x"}) {
+		t.Errorf("edge x got %v", got)
+	}
+	if got := ids(drain(t, all)[0]); !slices.Equal(got, []string{"x", "y", "none"}) {
+		t.Errorf("edge all got %v", got)
+	}
+	if s := c.Snapshot(); s.Written != 4 || s.Dropped != 1 {
+		t.Errorf("written %d dropped %d, want 4 and 1", s.Written, s.Dropped)
+	}
+
+	// With only a conditional edge, a message no edge carries is dropped.
+	c2 := &Counters{}
+	w2 := NewWriter([]Edge[int]{{To: "x", Topic: newTopic(t, "x2"), When: vertex.AnyTag("x")}}, c2, nil, nil)
+	if err := w2.Write(context.Background(), in, &WriteBuffer[int]{}); err != nil {
+		t.Fatal(err)
+	}
+	if s := c2.Snapshot(); s.Written != 1 || s.Dropped != 3 {
+		t.Errorf("written %d dropped %d, want 1 and 3", s.Written, s.Dropped)
+	}
+}
+
+func TestWriterRoutesByKeyAndRoundRobin(t *testing.T) {
+	keyed, rr := newTopic(t, "keyed", isb.Partitions(4)), newTopic(t, "rr", isb.Partitions(3))
+	w := NewWriter([]Edge[int]{{To: "keyed", Topic: keyed, ByKey: true}}, &Counters{}, nil, nil)
+	buf := &WriteBuffer[int]{}
+	var in []msg
+	for i := range 200 {
+		in = append(in, msg{ID: string(rune('a' + i%10)), Keys: []string{string(rune('a' + i%10))}, Value: i})
+	}
+	for k := 0; k < len(in); k += 25 {
+		if err := w.Write(context.Background(), in[k:k+25], buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	where := map[string]int{}
+	total := 0
+	for p, ms := range drain(t, keyed) {
+		for i, m := range ms {
+			if q, ok := where[m.Keys[0]]; ok && q != p {
+				t.Fatalf("key %s in partitions %d and %d", m.Keys[0], q, p)
+			}
+			where[m.Keys[0]] = p
+			if i > 0 && ms[i-1].Keys[0] == m.Keys[0] && ms[i-1].Value > m.Value {
+				t.Fatalf("key %s out of order in partition %d", m.Keys[0], p)
+			}
+		}
+		total += len(ms)
+	}
+	if total != 200 || len(where) != 10 {
+		t.Fatalf("%d messages, %d keys, want 200 and 10", total, len(where))
+	}
+
+	w2 := NewWriter([]Edge[int]{{To: "rr", Topic: rr}}, &Counters{}, nil, nil)
+	for i := range 6 {
+		if err := w2.Write(context.Background(), []msg{{Value: i}}, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, ms := range drain(t, rr) {
+		if len(ms) != 2 {
+			t.Errorf("round robin: partition %d got %d, want 2", p, len(ms))
+		}
+	}
+}
+
+func TestWriterDiscardLatestWhenFull(t *testing.T) {
+	full := newTopic(t, "full", isb.Capacity(3))
+	c := &Counters{}
+	pub := &fakePublisher{}
+	w := NewWriter([]Edge[int]{{To: "full", Topic: full, Full: vertex.DiscardLatest}}, c, pub, func() time.Time { return time.Unix(42, 0) })
+	if err := w.Write(context.Background(), values(5), &WriteBuffer[int]{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(drain(t, full)[0]); !slices.Equal(got, []string{"0", "1", "2"}) {
+		t.Errorf("kept %v, want the first 3", got)
+	}
+	if s := c.Snapshot(); s.Written != 3 || s.Dropped != 2 {
+		t.Errorf("written %d dropped %d, want 3 and 2", s.Written, s.Dropped)
+	}
+	if len(pub.calls) != 1 || pub.calls[0] != (pubCall{"full", 0, -1, 42}) {
+		t.Errorf("publisher calls %v", pub.calls)
+	}
+}
+
+type pubCall struct {
+	to        string
+	partition int
+	offset    int64
+	wm        int64
+}
+
+type fakePublisher struct {
+	mu    sync.Mutex
+	calls []pubCall
+}
+
+func (f *fakePublisher) Publish(to string, partition int, offset int64, wm time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, pubCall{to, partition, offset, wm.Unix()})
+}
