@@ -1,0 +1,40 @@
+package vertex_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/runnel-dev/runnel/vertex"
+)
+
+// Tag conditions select the edges a message takes.
+func ExampleCondition() {
+	urgent := vertex.And(vertex.AnyTag("error", "fatal"), vertex.Not(vertex.AnyTag("test")))
+	fmt.Println(urgent)
+	fmt.Println(urgent.Match([]string{"error"}), urgent.Match([]string{"error", "test"}), urgent.Match(nil))
+	// Output:
+	// and(any(error,fatal),not(any(test)))
+	// true false false
+}
+
+// A generator of 5 keyed messages, read in batches of 2.
+func ExampleGenerator() {
+	g := vertex.Generator(func(i int64) string { return fmt.Sprint("event-", i) }, vertex.Count(5), vertex.Keys(2))
+	for {
+		msgs, err := g.Read(context.Background(), 2)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		for _, m := range msgs {
+			fmt.Println(m.ID, m.Keys, m.Value)
+		}
+	}
+	// Output:
+	// 0 [k0] event-0
+	// 1 [k1] event-1
+	// 2 [k0] event-2
+	// 3 [k1] event-3
+	// 4 [k0] event-4
+	// EOF
+}
