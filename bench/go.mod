@@ -1,0 +1,15 @@
+module github.com/runnel-dev/runnel/bench
+
+go 1.26.0
+
+require github.com/runnel-dev/runnel v0.0.0
+
+require (
+	github.com/google/btree v1.1.3 // indirect
+	github.com/reugn/go-streams v0.13.0
+	go.uber.org/multierr v1.10.0 // indirect
+	go.uber.org/zap v1.28.0 // indirect
+	golang.org/x/sync v0.25.0 // indirect
+)
+
+replace github.com/runnel-dev/runnel => ../

@@ -1,0 +1,159 @@
+package bench
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reugn/go-streams/extension"
+	"github.com/reugn/go-streams/flow"
+
+	"github.com/runnel-dev/runnel/pipeline"
+	"github.com/runnel-dev/runnel/vertex"
+)
+
+// report sets the benchmark's throughput metric: messages per second end
+// to end (the first message generated to the last one sunk).
+func report(b *testing.B, start time.Time) {
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msg/s")
+}
+
+func identity(_ context.Context, v int64) (int64, error) { return v, nil }
+
+// BenchmarkPipeline runs generator -> map(identity) -> sink(blackhole) for
+// b.N messages in each implementation.
+func BenchmarkPipeline(b *testing.B) {
+	b.Run("runnel", func(b *testing.B) {
+		p := pipeline.New("bench")
+		gen := pipeline.Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }, vertex.Count(int64(b.N))))
+		mapped := pipeline.Map(p, "identity", gen, identity)
+		sink := vertex.Blackhole[int64]()
+		pipeline.Sink(p, "sink", mapped, sink)
+		b.ReportAllocs()
+		b.ResetTimer()
+		start := time.Now()
+		if err := p.Run(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		report(b, start)
+		if sink.Count() != int64(b.N) {
+			b.Fatalf("sink got %d, want %d", sink.Count(), b.N)
+		}
+	})
+
+	// The same three stages as goroutines joined by channels of single
+	// items: no tracking, no acks, no backpressure beyond the buffers.
+	b.Run("channels", func(b *testing.B) {
+		b.ReportAllocs()
+		b.ResetTimer()
+		start := time.Now()
+		src, mapped := make(chan int64, 1024), make(chan int64, 1024)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			defer close(src)
+			for i := range int64(b.N) {
+				src <- i
+			}
+		})
+		wg.Go(func() {
+			defer close(mapped)
+			for v := range src {
+				out, _ := identity(context.Background(), v)
+				mapped <- out
+			}
+		})
+		var n int
+		for range mapped {
+			n++
+		}
+		wg.Wait()
+		report(b, start)
+		if n != b.N {
+			b.Fatalf("sink got %d, want %d", n, b.N)
+		}
+	})
+
+	// The same with channels of 500-item slices: the batching runnel does,
+	// without its tracking.
+	b.Run("channels-batched", func(b *testing.B) {
+		const batch = 500
+		b.ReportAllocs()
+		b.ResetTimer()
+		start := time.Now()
+		src, mapped := make(chan []int64, 8), make(chan []int64, 8)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			defer close(src)
+			for i := 0; i < b.N; i += batch {
+				s := make([]int64, min(batch, b.N-i))
+				for k := range s {
+					s[k] = int64(i + k)
+				}
+				src <- s
+			}
+		})
+		wg.Go(func() {
+			defer close(mapped)
+			for s := range src {
+				for k, v := range s {
+					s[k], _ = identity(context.Background(), v)
+				}
+				mapped <- s
+			}
+		})
+		var n int
+		for s := range mapped {
+			n += len(s)
+		}
+		wg.Wait()
+		report(b, start)
+		if n != b.N {
+			b.Fatalf("sink got %d, want %d", n, b.N)
+		}
+	})
+
+	b.Run("go-streams", func(b *testing.B) {
+		b.ReportAllocs()
+		b.ResetTimer()
+		start := time.Now()
+		in := make(chan any, 1024)
+		sink := newCountSink()
+		go func() {
+			defer close(in)
+			for i := range int64(b.N) {
+				in <- i
+			}
+		}()
+		extension.NewChanSource(in).
+			Via(flow.NewMap(func(v int64) int64 { out, _ := identity(context.Background(), v); return out }, 1)).
+			To(sink)
+		report(b, start)
+		if sink.n != b.N {
+			b.Fatalf("sink got %d, want %d", sink.n, b.N)
+		}
+	})
+}
+
+// countSink is a go-streams sink counting what it receives; unlike
+// extension.IgnoreSink, its AwaitCompletion waits for the last element, so
+// the measurement covers the whole stream.
+type countSink struct {
+	in   chan any
+	done chan struct{}
+	n    int
+}
+
+func newCountSink() *countSink {
+	s := &countSink{in: make(chan any), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		for range s.in {
+			s.n++
+		}
+	}()
+	return s
+}
+
+func (s *countSink) In() chan<- any   { return s.in }
+func (s *countSink) AwaitCompletion() { <-s.done }
