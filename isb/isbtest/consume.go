@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/runnel-dev/runnel/isb"
@@ -318,4 +319,68 @@ func (s suite) roundRobinPartitions(t *testing.T) {
 	expectBatch(t, ctx, c, 1, 0, []Item{{Producer: 1, Seq: 0}})
 	expectBatch(t, ctx, c, 3, 1, []Item{{Producer: 3, Seq: 1}})
 	expectEmpty(t, c)
+}
+
+// pullWakesOnProduce: a consumer waiting on an empty topic is woken by every
+// produce. Items are produced one at a time, each only after the previous
+// one was pulled, so nearly every Pull waits; a lost wake-up hangs it until
+// the test's timeout. A second group waits on the same topic throughout.
+func (s suite) pullWakesOnProduce(t *testing.T) {
+	const rounds = 500
+	ctx := testContext(t)
+	tp := s.topic(t, isb.Partitions(2))
+	a := consumer(t, tp, "a")
+	bs, err := tp.PullConsumers("b", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pulled := make(chan Item)
+	errc := make(chan error, 3)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for _, c := range append([]*isb.PullConsumer[Item]{a}, bs...) {
+		t.Cleanup(func() { c.Close() })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				b, err := c.Pull(ctx)
+				if err != nil {
+					if !errors.Is(err, isb.ErrClosed) {
+						errc <- err
+					}
+					return
+				}
+				if c == a {
+					for _, it := range b.Items {
+						select {
+						case pulled <- it:
+						case <-ctx.Done():
+							return
+						}
+					}
+				}
+			}
+		}()
+	}
+	// On failure, close the consumers before waiting for their goroutines.
+	defer func() {
+		for _, c := range append([]*isb.PullConsumer[Item]{a}, bs...) {
+			c.Close()
+		}
+	}()
+	pr := tp.Producer(nil)
+	for i := range rounds {
+		produce(t, ctx, pr, Item{Seq: i})
+		select {
+		case it := <-pulled:
+			if it.Seq != i {
+				t.Fatalf("pulled %v, want seq %d", it, i)
+			}
+		case err := <-errc:
+			t.Fatal(err)
+		case <-ctx.Done():
+			t.Fatalf("round %d: the waiting Pull was never woken", i)
+		}
+	}
 }

@@ -54,6 +54,7 @@ func Run(t *testing.T, f Factory) {
 		{"ConsumerSplit", s.consumerSplit},
 		{"GroupInUse", s.groupInUse},
 		{"RoundRobinSkipsEmptyPartitions", s.roundRobinPartitions},
+		{"PullWakesOnProduce", s.pullWakesOnProduce},
 		{"PushAutoCommit", s.pushAutoCommit},
 		{"PushManualRetry", s.pushManualRetry},
 		{"PushStopWaitsForHandler", s.pushStopWaits},

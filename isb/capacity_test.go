@@ -1,0 +1,131 @@
+package isb
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// waitQueued polls until g has n queued requests.
+func waitQueued(t *testing.T, g *gate, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for g.waiting() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d queued, want %d", g.waiting(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestGateFIFO(t *testing.T) {
+	g := newGate(4, 4)
+	ctx := context.Background()
+	order := make(chan int64, 3)
+	for _, n := range []int64{3, 1, 2} { // queued in this order
+		want := g.waiting() + 1
+		go func() {
+			if err := g.acquire(ctx, n); err != nil {
+				t.Error(err)
+			}
+			order <- n
+		}()
+		waitQueued(t, g, want)
+	}
+	if ok, err := g.tryAcquire(1); ok || err != nil {
+		t.Fatalf("tryAcquire past the queue = %v, %v", ok, err)
+	}
+	g.release(2) // used 2: the head (3) does not fit, 1 must not overtake it
+	if g.waiting() != 3 {
+		t.Fatalf("%d queued after releasing 2, want 3", g.waiting())
+	}
+	g.release(1) // used 1: 3 fits (4), then 1 does not
+	if got := <-order; got != 3 {
+		t.Fatalf("admitted %d first, want 3", got)
+	}
+	g.release(3) // used 1: 1 fits (2), 2 fits (4)
+	if a, b := <-order, <-order; a+b != 3 || g.waiting() != 0 || g.used != 4 {
+		t.Fatalf("admitted %d and %d, %d queued, used %d; want 1 and 2, 0, 4", a, b, g.waiting(), g.used)
+	}
+}
+
+// TestGateCancelRacingGrant cancels waiters while they are being granted:
+// whichever way each race goes, a cancelled acquire holds no capacity.
+func TestGateCancelRacingGrant(t *testing.T) {
+	g := newGate(2, 2)
+	var granted, cancelled int
+	for i := range 300 {
+		ctx, cancel := context.WithCancel(context.Background())
+		res := make(chan error, 1)
+		go func() { res <- g.acquire(ctx, 2) }()
+		waitQueued(t, g, 1)
+		g.mu.Lock()
+		if i%2 == 0 {
+			// Cancelled first: the waiter wakes on ctx, then finds itself
+			// granted once it gets the lock, and must give it back.
+			cancel()
+		}
+		g.used = 0 // as release(2) would
+		g.grantLocked()
+		g.mu.Unlock()
+		cancel() // odd rounds: both cases of the select are ready
+		err := <-res
+		g.mu.Lock()
+		used := g.used
+		g.mu.Unlock()
+		switch {
+		case err == nil && used == 2:
+			granted++
+		case errors.Is(err, context.Canceled) && used == 0:
+			cancelled++
+			g.used = 2
+		default:
+			t.Fatalf("acquire = %v with used %d", err, used)
+		}
+	}
+	t.Logf("%d granted, %d cancelled after the grant", granted, cancelled)
+	if cancelled < 150 {
+		t.Fatalf("%d rounds gave the grant back, want at least the 150 cancelled first", cancelled)
+	}
+}
+
+func TestGateCancelLetsNextIn(t *testing.T) {
+	g := newGate(3, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	errBig, errSmall := make(chan error, 1), make(chan error, 1)
+	go func() { errBig <- g.acquire(ctx, 3) }()
+	waitQueued(t, g, 1)
+	go func() { errSmall <- g.acquire(context.Background(), 1) }()
+	waitQueued(t, g, 2)
+	cancel() // the head leaves: the small one fits now
+	if err := <-errBig; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled acquire = %v", err)
+	}
+	if err := <-errSmall; err != nil {
+		t.Fatalf("next acquire = %v", err)
+	}
+	if g.used != 3 || g.waiting() != 0 {
+		t.Fatalf("used %d, %d queued; want 3, 0", g.used, g.waiting())
+	}
+}
+
+func TestGateClose(t *testing.T) {
+	g := newGate(1, 1)
+	res := make(chan error, 1)
+	go func() { res <- g.acquire(context.Background(), 1) }()
+	waitQueued(t, g, 1)
+	g.close()
+	if err := <-res; !errors.Is(err, ErrClosed) {
+		t.Fatalf("queued acquire at close = %v", err)
+	}
+	if err := g.acquire(context.Background(), 1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("acquire after close = %v", err)
+	}
+	if ok, err := g.tryAcquire(1); ok || !errors.Is(err, ErrClosed) {
+		t.Fatalf("tryAcquire after close = %v, %v", ok, err)
+	}
+	if g.used != 1 {
+		t.Fatalf("used %d after close, want 1", g.used)
+	}
+}
