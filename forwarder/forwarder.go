@@ -123,8 +123,13 @@ func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode
 				if keys := items[i].msg.Keys; len(keys) > 0 {
 					k = int(maphash.String(seed, joinKeys(items[i].msg)) % uint64(workers))
 				}
-				per[k] = append(per[k], items[i])
+				it := items[i]
+				it.owner = nil // copied out: the per-worker chunks are not pooled
+				per[k] = append(per[k], it)
 			}
+			// The batch is copied out: it goes back to the pool now; the
+			// copies carry the permits.
+			r.recycle(items)
 			ok := true
 			for k, chunk := range per {
 				if len(chunk) == 0 {

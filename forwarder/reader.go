@@ -21,6 +21,15 @@ type inflight[T any] struct {
 	msg       vertex.Message[T]
 	partition int
 	offset    int64
+	owner     *batchBuf[T] // the pooled batch it lives in; nil when not pooled
+}
+
+// batchBuf holds one read batch. Its chunks are acked independently; the
+// last ack puts it back in the reader's pool, so that steady reading does
+// not allocate (and the garbage collector has less to do).
+type batchBuf[T any] struct {
+	items []inflight[T]
+	left  atomic.Int64 // items not yet acked or nacked
 }
 
 // reader pulls a replica's partitions under the in-flight semaphore, tracks
@@ -36,6 +45,7 @@ type reader[T any] struct {
 	onCommit  func()
 	headWM    atomic.Int64 // newest watermark read, unix ns (0: none)
 	delivered []atomic.Int64
+	pool      sync.Pool // of *batchBuf[T]
 	// Owned by the reader goroutine.
 	committed []int64
 
@@ -110,7 +120,11 @@ func (r *reader[T]) loop(stop context.Context, dispatch func([]inflight[T]) bool
 // offset before anything processes it. Control messages are skipped: they
 // are never tracked, so the next commit passes them.
 func (r *reader[T]) take(b isb.Batch[vertex.Message[T]]) []inflight[T] {
-	items := make([]inflight[T], 0, len(b.Items))
+	buf, _ := r.pool.Get().(*batchBuf[T])
+	if buf == nil || cap(buf.items) < len(b.Items) {
+		buf = &batchBuf[T]{items: make([]inflight[T], 0, max(len(b.Items), r.batch))}
+	}
+	items := buf.items[:0]
 	var newest time.Time
 	for i := range b.Items {
 		m := &b.Items[i]
@@ -118,7 +132,7 @@ func (r *reader[T]) take(b isb.Batch[vertex.Message[T]]) []inflight[T] {
 		if len(m.Tags) > 0 && m.HasTag(ControlTag) {
 			continue
 		}
-		it := inflight[T]{msg: *m, partition: b.Partition, offset: off}
+		it := inflight[T]{msg: *m, partition: b.Partition, offset: off, owner: buf}
 		if r.fetch != nil {
 			it.msg.Watermark = r.fetch.Fetch(b.Partition, off)
 			if it.msg.Watermark.After(newest) {
@@ -130,6 +144,8 @@ func (r *reader[T]) take(b isb.Batch[vertex.Message[T]]) []inflight[T] {
 		_ = r.tr.Insert(b.Partition, off, it.msg.Watermark, struct{}{})
 		items = append(items, it)
 	}
+	buf.items = items
+	buf.left.Store(int64(len(items)))
 	if !newest.IsZero() && newest.UnixNano() > r.headWM.Load() {
 		r.headWM.Store(newest.UnixNano())
 	}
@@ -139,7 +155,7 @@ func (r *reader[T]) take(b isb.Batch[vertex.Message[T]]) []inflight[T] {
 	r.counters.read.Add(int64(len(b.Items)))
 	r.counters.enter(len(items))
 	if skipped := len(b.Items) - len(items); skipped > 0 {
-		r.markDirty(b.Partition)
+		r.markDirty(b.Partition, false) // the reader commits before it waits
 	}
 	return items
 }
@@ -167,13 +183,13 @@ func (r *reader[T]) endWait() {
 	r.mu.Unlock()
 }
 
-// markDirty records that partition has acks to commit and interrupts the
-// reader's wait so that it commits them now.
-func (r *reader[T]) markDirty(partition int) {
+// markDirty records that partition has acks to commit and, with wake,
+// interrupts the reader's wait so that it commits them now.
+func (r *reader[T]) markDirty(partition int, wake bool) {
 	r.mu.Lock()
 	r.dirty[partition] = true
 	r.anyDirty = true
-	if r.waitCancel != nil {
+	if wake && r.waitCancel != nil {
 		r.waitCancel()
 		r.waitCancel = nil
 	}
@@ -221,30 +237,54 @@ func (r *reader[T]) commitDirty() error {
 // ack finishes items: untracks them, marks their partitions for commit and
 // gives their permits back (in that order, so a reader woken by the permits
 // sees the marks).
+//
+// The reader commits marked partitions before each wait. An ack interrupts
+// a wait already in progress only when it leaves its partition with nothing
+// in flight: before that, the commit could not pass the oldest message
+// still in flight anyway, and waking the reader for every chunk would cost
+// a context and a wake-up each. A drained partition must be committed at
+// once, or an upstream waiting for capacity, or the pipeline's drain, could
+// wait for a reader that waits for them.
 func (r *reader[T]) ack(items []inflight[T]) {
+	if len(items) == 0 {
+		return
+	}
 	for i := range items {
 		r.tr.Delete(items[i].partition, items[i].offset)
 	}
-	// Marked after every delete: a reader woken by the first mark must
-	// find the whole chunk gone, or it would commit short and never be
-	// told again. A chunk comes from one batch: one partition.
-	last := -1
-	for i := range items {
-		if p := items[i].partition; p != last {
-			r.markDirty(p)
-			last = p
-		}
+	// Marked after every delete: a reader woken by the mark must find the
+	// whole chunk gone. A chunk comes from one batch: one partition.
+	p := items[0].partition
+	_, busy := r.tr.LowestOffset(p)
+	r.markDirty(p, !busy)
+	n := len(items)
+	r.counters.acked.Add(int64(n))
+	r.counters.inFlight.Add(-int64(n))
+	r.recycle(items)
+	r.release(n)
+}
+
+// recycle puts the batch of items back in the pool once every item of it
+// is acked or nacked. items must not be used afterwards.
+func (r *reader[T]) recycle(items []inflight[T]) {
+	b := items[0].owner
+	if b == nil || b.left.Add(-int64(len(items))) != 0 {
+		return
 	}
-	r.counters.acked.Add(int64(len(items)))
-	r.counters.inFlight.Add(-int64(len(items)))
-	r.release(len(items))
+	clear(b.items) // drop the references to the messages' values
+	b.items = b.items[:0]
+	r.pool.Put(b)
 }
 
 // nack gives up on items without acking them: they stay tracked, so the
 // partition's commit stays below them and they are read again after a
 // restart (durable storage).
 func (r *reader[T]) nack(items []inflight[T]) {
+	if len(items) == 0 {
+		return
+	}
 	r.counters.inFlight.Add(-int64(len(items)))
+	r.recycle(items)
 	r.release(len(items))
 }
 

@@ -95,8 +95,10 @@ func values(n int) []msg {
 }
 
 // Acks out of order commit only up to the lowest message still in flight.
+// The reader commits before every wait; an ack interrupts a wait only when
+// its partition has nothing left in flight.
 func TestReaderCommitsUpToLowestInFlight(t *testing.T) {
-	f := newFixture(t, 1, 10, 10, values(10), nil)
+	f := newFixture(t, 1, 5, 10, values(20), nil)
 	got := f.take(10)
 	for i, it := range got {
 		if it.offset != int64(i) || it.msg.Value != i {
@@ -104,16 +106,21 @@ func TestReaderCommitsUpToLowestInFlight(t *testing.T) {
 		}
 	}
 	f.r.ack(got[5:])
-	f.r.ack(got[1:3])
-	// Nothing below offset 0 is done: the commit cannot move. Acks wake
-	// the reader; give it every chance to commit wrongly, then check.
-	f.r.ack(nil)
-	time.Sleep(20 * time.Millisecond)
-	f.waitPending(10)
-	f.r.ack(got[:1])
-	f.waitPending(7) // 0, 1, 2 done; 3 is in flight
+	// The freed permits let the reader pull again; it committed first,
+	// and offset 0 is still in flight: nothing is committed.
+	got = append(got, f.take(5)...)
+	if p := f.topic.Pending("g"); p != 20 {
+		t.Fatalf("pending %d with offset 0 in flight, want 20", p)
+	}
+	f.r.ack(got[:3])
+	f.r.ack(got[10:15])
+	got = append(got, f.take(5)...)
+	if p := f.topic.Pending("g"); p != 17 {
+		t.Fatalf("pending %d with offset 3 the lowest in flight, want 17", p)
+	}
 	f.r.ack(got[3:5])
-	f.waitPending(0)
+	f.r.ack(got[15:])
+	f.waitPending(0) // the partition drained: the ack woke the reader
 	if n := f.r.tr.Len(); n != 0 {
 		t.Fatalf("tracker holds %d after every ack", n)
 	}
@@ -201,4 +208,51 @@ func TestReaderWatermarkHooks(t *testing.T) {
 	if wm := f.r.watermark(); !wm.Equal(time.Unix(1002, 0)) {
 		t.Fatalf("watermark with nothing in flight %v, want the newest read, 1002", wm.Unix())
 	}
+}
+
+type fakeWIP struct {
+	mu    sync.Mutex
+	calls [][3]int64
+}
+
+func (f *fakeWIP) InProgress(_ context.Context, partition int, from, to int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, [3]int64{int64(partition), from, to})
+	return nil
+}
+
+func (f *fakeWIP) last() ([3]int64, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.calls) == 0 {
+		return [3]int64{}, 0
+	}
+	return f.calls[len(f.calls)-1], len(f.calls)
+}
+
+// The WIP loop reports the in-flight range of each partition until stopped.
+func TestWIPLoopReportsInFlightRange(t *testing.T) {
+	f := newFixture(t, 1, 5, 5, values(5), nil)
+	got := f.take(5)
+	f.r.ack(got[:2])
+	wip := &fakeWIP{}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = f.r.wipLoop(ctx, wip, time.Millisecond, []int{0}) })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if c, n := wip.last(); n > 0 {
+			if c != [3]int64{0, 2, 5} {
+				t.Fatalf("in progress %v, want partition 0 offsets [2, 5)", c)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no InProgress call")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
 }

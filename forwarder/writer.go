@@ -86,8 +86,16 @@ func (w *Writer[T]) Write(ctx context.Context, msgs []vertex.Message[T], buf *Wr
 	if len(msgs) == 0 {
 		return nil
 	}
+	drops := hasDrop(msgs)
 	for i := range w.edges {
 		e := &w.edges[i]
+		if e.When == nil && !drops {
+			// The edge takes every message: no copy.
+			if err := w.writeEdge(ctx, e, msgs, buf); err != nil {
+				return err
+			}
+			continue
+		}
 		sel := buf.sel[:0]
 		for k := range msgs {
 			m := &msgs[k]
@@ -105,6 +113,9 @@ func (w *Writer[T]) Write(ctx context.Context, msgs []vertex.Message[T], buf *Wr
 		}
 	}
 	// A message counts as dropped when it went to no edge at all.
+	if !w.anyCond && !drops {
+		return nil
+	}
 	if dropped := w.countUnrouted(msgs); dropped > 0 {
 		w.counters.dropped.Add(int64(dropped))
 	}
@@ -112,14 +123,21 @@ func (w *Writer[T]) Write(ctx context.Context, msgs []vertex.Message[T], buf *Wr
 	return nil
 }
 
+// hasDrop reports whether a message of msgs carries vertex.DropTag.
+func hasDrop[T any](msgs []vertex.Message[T]) bool {
+	for k := range msgs {
+		if len(msgs[k].Tags) > 0 && msgs[k].HasTag(vertex.DropTag) {
+			return true
+		}
+	}
+	return false
+}
+
 // countUnrouted counts the messages of msgs that no edge carries.
 func (w *Writer[T]) countUnrouted(msgs []vertex.Message[T]) int {
 	n := 0
 	for k := range msgs {
 		m := &msgs[k]
-		if len(m.Tags) == 0 && !w.anyCond {
-			continue // fast path: an untagged message goes to every unconditional edge
-		}
 		if m.HasTag(vertex.DropTag) {
 			n++
 			continue
