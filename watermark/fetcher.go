@@ -17,6 +17,10 @@ const (
 	DefaultHeartbeatTimeout = 10 * time.Second
 )
 
+// maxPartition bounds the partition numbers a fetcher reads: it indexes
+// them with a slice as long as the highest one.
+const maxPartition = 1<<16 - 1
+
 // FetcherConfig configures a [Fetcher]. Zero fields take the defaults.
 type FetcherConfig struct {
 	// Edges are the buckets of the incoming edges (several for a join).
@@ -78,6 +82,9 @@ func (c FetcherConfig) validate() (fetcherConfig, error) {
 	for i, p := range cfg.partitions {
 		if p < 0 {
 			return cfg, fmt.Errorf("%w: FetcherConfig.Partitions: negative partition %d", ErrInvalidConfig, p)
+		}
+		if p > maxPartition {
+			return cfg, fmt.Errorf("%w: FetcherConfig.Partitions: partition %d above %d", ErrInvalidConfig, p, maxPartition)
 		}
 		if i > 0 && cfg.partitions[i-1] == p {
 			return cfg, fmt.Errorf("%w: FetcherConfig.Partitions: partition %d twice", ErrInvalidConfig, p)

@@ -160,6 +160,7 @@ func TestFetcherConfigErrors(t *testing.T) {
 		"no partitions":     {Edges: []string{"a"}},
 		"negative":          {Edges: []string{"a"}, Partitions: []int{-1}},
 		"duplicate part":    {Edges: []string{"a"}, Partitions: []int{1, 1}},
+		"huge partition":    {Edges: []string{"a"}, Partitions: []int{1 << 30}},
 		"negative timeline": {Edges: []string{"a"}, Partitions: []int{0}, TimelineLength: -1},
 		"negative timeout":  {Edges: []string{"a"}, Partitions: []int{0}, HeartbeatTimeout: -time.Second},
 	}
@@ -242,11 +243,12 @@ func TestFetcherWithStore(t *testing.T) {
 	f.Stop() // idempotent
 }
 
-// waitFor waits (without a time bound of its own: the test binary's
-// -timeout is the bound) until cond holds, re-checking after each change
-// the fetcher applies.
+// waitFor waits until cond holds, re-checking after each change the
+// fetcher applies. The 30s bound only turns a bug into a failure instead of
+// a hang; nothing is asserted about timing.
 func waitFor(t *testing.T, f *Fetcher, cond func() bool) {
 	t.Helper()
+	giveUp := time.After(30 * time.Second)
 	for {
 		f.mu.Lock()
 		ch := f.changed
@@ -254,6 +256,10 @@ func waitFor(t *testing.T, f *Fetcher, cond func() bool) {
 		if cond() {
 			return
 		}
-		<-ch
+		select {
+		case <-ch:
+		case <-giveUp:
+			t.Fatal("condition not reached after the store changes stopped")
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -66,6 +65,7 @@ type Publisher struct {
 	store Store
 	cfg   publisherConfig
 	edges map[string]*pubEdge // immutable after NewPublisher
+	order []*pubEdge          // the same edges in configuration order
 	life  lifecycle
 }
 
@@ -133,6 +133,7 @@ func NewPublisher(store Store, cfg PublisherConfig) (*Publisher, error) {
 			pe.parts[j].key = wmbKey(c.processor, j)
 		}
 		p.edges[e.Bucket] = pe
+		p.order = append(p.order, pe)
 	}
 	return p, nil
 }
@@ -187,29 +188,12 @@ func (p *Publisher) heartbeat(ctx context.Context) error {
 	v := encodeHeartbeat(p.cfg.clock())
 	key := heartbeatKey(p.cfg.processor)
 	var errs []error
-	for _, e := range p.sortedEdges() {
+	for _, e := range p.order {
 		if err := p.store.Put(ctx, e.bucket, key, v); err != nil {
 			errs = append(errs, fmt.Errorf("watermark: heartbeat of %q into bucket %q: %w", p.cfg.processor, e.bucket, err))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func (p *Publisher) sortedEdges() []*pubEdge {
-	es := make([]*pubEdge, 0, len(p.edges))
-	for _, e := range p.edges {
-		es = append(es, e)
-	}
-	slices.SortFunc(es, func(a, b *pubEdge) int {
-		switch {
-		case a.bucket < b.bucket:
-			return -1
-		case a.bucket > b.bucket:
-			return 1
-		}
-		return 0
-	})
-	return es
 }
 
 // Stop ends the goroutine and waits for it, publishes pending WMBs, and
@@ -223,7 +207,7 @@ func (p *Publisher) Stop(ctx context.Context) error {
 	if err := p.Flush(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	for _, e := range p.sortedEdges() {
+	for _, e := range p.order {
 		if err := p.store.Delete(ctx, e.bucket, heartbeatKey(p.cfg.processor)); err != nil {
 			errs = append(errs, fmt.Errorf("watermark: deleting heartbeat of %q from bucket %q: %w", p.cfg.processor, e.bucket, err))
 		}
@@ -327,7 +311,7 @@ func (p *Publisher) put(ctx context.Context, e *pubEdge, s *pubPartition, now ti
 func (p *Publisher) Flush(ctx context.Context) error {
 	var errs []error
 	now := p.cfg.clock()
-	for _, e := range p.sortedEdges() {
+	for _, e := range p.order {
 		for i := range e.parts {
 			s := &e.parts[i]
 			s.mu.Lock()
