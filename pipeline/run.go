@@ -67,6 +67,10 @@ func (rt *runtime) replicaConfig(n *node, r int) forwarder.Config {
 // have stopped and everything in its buffer has been processed and acked.
 // It returns nil then, or the first error (which stops everything at once,
 // leaving unacked messages uncommitted). A pipeline runs once.
+//
+// User functions, sources and sinks receive a context that ends when the
+// pipeline stops at once (an error, or the DrainTimeout); they must return
+// then, or Run waits for them.
 func (p *Pipeline) Run(ctx context.Context) error {
 	p.mu.Lock()
 	if p.ran {

@@ -34,7 +34,8 @@ func (r Result) String() string {
 // Write receives a batch and returns a result per message, in order (a nil
 // slice means every message is ResultOK). A non-nil error means nothing of the
 // batch was delivered: every message is retried. Replicas of a sink vertex
-// call Write concurrently. A Sink that also implements io.Closer is closed
+// call Write concurrently. The msgs slice is reused after Write returns:
+// keep the messages, not the slice. A Sink that also implements io.Closer is closed
 // once after the pipeline stops.
 type Sink[T any] interface {
 	Write(ctx context.Context, msgs []Message[T]) ([]Result, error)

@@ -15,5 +15,6 @@ type MapStreamFunc[In, Out any] func(ctx context.Context, m Message[In], emit fu
 
 // BatchMapFunc is called once per read batch. It returns, for each input
 // in order, that input's outputs: len(result) must equal len(ms), else the
-// call fails with [ErrResultCount].
+// call fails with [ErrResultCount]. The ms slice is reused after the call
+// returns: keep the messages, not the slice.
 type BatchMapFunc[In, Out any] func(ctx context.Context, ms []Message[In]) ([][]Message[Out], error)
