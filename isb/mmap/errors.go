@@ -23,6 +23,9 @@ var (
 	ErrOutOfRange = errors.New("mmap: offset out of range")
 )
 
+// errFault is wrapped by the error of a memory fault on a mapping.
+var errFault = errors.New("mmap: memory fault on a segment mapping")
+
 // CorruptError reports damaged or inconsistent storage: a record that fails
 // its checksum, a checkpoint that does not match the log, a missing segment.
 // It matches isb.ErrCorrupt.

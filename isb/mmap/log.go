@@ -119,29 +119,41 @@ func (p *partition[T]) Append(items []T) (int64, error) {
 		p.flushMu.Lock()
 		defer p.flushMu.Unlock()
 	}
-	start = 0
-	p.pos = p.pos[:0]
-	for i, end := range p.ends {
-		rec := p.scratch[start:end]
-		start = end
-		if cur.pos+len(rec) > len(cur.seg.data) {
-			cur.seg.addPositions(p.pos)
-			p.pos = p.pos[:0]
-			next := fresh[0]
-			fresh = fresh[1:]
-			if err := p.rolloverLocked(&cur, next, first+int64(i)); err != nil {
-				for _, s := range fresh {
-					s.discard()
+	err := guarded(func() error {
+		start := 0
+		p.pos = p.pos[:0]
+		for i, end := range p.ends {
+			rec := p.scratch[start:end]
+			start = end
+			if cur.pos+len(rec) > len(cur.seg.data) {
+				cur.seg.addPositions(p.pos)
+				p.pos = p.pos[:0]
+				next := fresh[0]
+				fresh = fresh[1:]
+				if err := p.rolloverLocked(&cur, next, first+int64(i)); err != nil {
+					return err
 				}
-				return 0, p.failLocked(err)
 			}
+			copy(cur.seg.data[cur.pos:], rec)
+			p.pos = append(p.pos, uint32(cur.pos))
+			cur.last = cur.pos
+			cur.pos += len(rec)
 		}
-		copy(cur.seg.data[cur.pos:], rec)
-		p.pos = append(p.pos, uint32(cur.pos))
-		cur.last = cur.pos
-		cur.pos += len(rec)
+		cur.seg.addPositions(p.pos)
+		return nil
+	})
+	if err != nil {
+		for _, s := range fresh {
+			s.discard()
+		}
+		// Records may be half written and a segment half sealed:
+		// only a reopen (recovery) can tell what is on disk.
+		if !locked {
+			p.flushMu.Lock()
+			defer p.flushMu.Unlock()
+		}
+		return 0, p.failLocked(err)
 	}
-	cur.seg.addPositions(p.pos)
 	cur.tail = first + int64(len(items))
 	p.pub.Store(&cur)
 	p.tail.Store(cur.tail)
@@ -292,6 +304,16 @@ func (p *partition[T]) Read(offset int64, max int, buf []T) ([]T, error) {
 	}
 	p.segMu.RLock()
 	defer p.segMu.RUnlock()
+	var out []T
+	err := guarded(func() (err error) {
+		out, err = p.readLocked(offset, max, buf, tail)
+		return err
+	})
+	return out, err
+}
+
+// readLocked is Read under segMu.
+func (p *partition[T]) readLocked(offset int64, max int, buf []T, tail int64) ([]T, error) {
 	i := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].first > offset }) - 1
 	if i < 0 {
 		return nil, fmt.Errorf("%w: partition %d: offset %d was released", ErrOutOfRange, p.id, offset)

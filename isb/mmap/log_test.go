@@ -435,3 +435,27 @@ func TestLayout(t *testing.T) {
 		t.Fatalf("segment size %v, %v; want preallocated %d", st.Size(), err, MinSegmentSize)
 	}
 }
+
+// A fault on a mapping (here a segment truncated under it; in production a
+// write into a hole on a full disk) is an error, not a crash, and fails
+// the partition until it is reopened.
+func TestMappingFaultIsAnError(t *testing.T) {
+	b := open(t, t.TempDir(), 1)
+	l := b.Partition(0)
+	appendItems(t, l, 0, 3, 3)
+	if err := os.Truncate(l.(*partition[string]).segs[0].path, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Read(0, 1, nil); !errors.Is(err, errFault) {
+		t.Fatalf("Read: %v", err)
+	}
+	if _, err := l.Append([]string{"x"}); !errors.Is(err, errFault) {
+		t.Fatalf("Append: %v", err)
+	}
+	if _, err := l.Append([]string{"y"}); !errors.Is(err, errFault) {
+		t.Fatalf("second Append: %v (the failure is not sticky)", err)
+	}
+	if l.Tail() != 3 {
+		t.Fatalf("tail %d after failed appends", l.Tail())
+	}
+}

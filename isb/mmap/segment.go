@@ -1,10 +1,10 @@
 package mmap
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -135,16 +135,34 @@ func mapFile(f *os.File, size int64) ([]byte, error) {
 	return data, nil
 }
 
-// preallocate reserves [off, off+n) of f so that writes through the mapping
-// never hit a hole on a full disk (SIGBUS); where the file system cannot
-// allocate, it only sets the size. It never writes zeros: pages written
-// with zeros make every later msync write far more than the new records.
+// preallocate sizes f to off+n bytes with ftruncate: the new range is a
+// hole that reads as zeros and costs no disk until written. It never
+// writes zeros: pages written with zeros make every later msync write far
+// more than the new records. fallocate would reserve the blocks, but its
+// unwritten extents must be converted on every flush, which measured
+// 1.3-1.7x slower than write(2)+fdatasync here against 1.1-1.2x for holes.
+// The price of holes is that a write through the mapping on a full disk
+// faults (SIGBUS); writeGuarded turns that fault into an error.
 func preallocate(f *os.File, off, n int64) error {
-	err := unix.Fallocate(int(f.Fd()), 0, off, n)
-	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
-		return f.Truncate(off + n)
-	}
-	return err
+	return f.Truncate(off + n)
+}
+
+// guarded runs f, turning a memory fault on a mapping (a full disk under a
+// hole, or a file truncated by someone else) into an error instead of a
+// crash of the process.
+func guarded(f func() error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			fault, ok := r.(interface{ Addr() uintptr })
+			if !ok {
+				panic(r)
+			}
+			err = fmt.Errorf("%w at address %#x (disk full, or a segment file truncated under the mapping)", errFault, fault.Addr())
+		}
+	}()
+	return f()
 }
 
 // sync flushes data[from:to] of the mapping to disk (from is rounded down

@@ -1,0 +1,274 @@
+package mmap
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/runnel-dev/runnel/isb/codec"
+	"golang.org/x/sys/unix"
+)
+
+// Benchmarks of 100-byte records (raw codec, so the payload is exactly 100
+// bytes and the record 120), each interleaved with its baseline in the
+// same loop. Run:
+//
+//	go test -run '^$' -bench . -benchtime 2s ./isb/mmap
+
+type rec100 [100]byte
+
+const benchInterval = 10 * time.Millisecond
+
+func benchPolicies() []struct {
+	name   string
+	policy FlushPolicy
+	every  int // raw baseline: fdatasync after this many writes (0: on a timer)
+} {
+	return []struct {
+		name   string
+		policy FlushPolicy
+		every  int
+	}{
+		{"Immediate", Immediate(), 1},
+		{"Batch100", Batch(100), 100},
+		{"Interval10ms", Interval(benchInterval), 0},
+	}
+}
+
+func newBench[T any](b *testing.B, dir string, c codec.Codec[T], opts ...Option) *Backend[T] {
+	b.Helper()
+	be, err := New[T](dir, append([]Option{WithCodec(c)}, opts...)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := be.Open("bench", 1); err != nil {
+		b.Fatal(err)
+	}
+	return be
+}
+
+func rawCodec(b *testing.B) codec.Codec[rec100] {
+	c, err := codec.Raw[rec100]()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// pair times two competitors interleaved in one loop, so the noise of a
+// shared machine hits both alike, and reports each one's time per record
+// and their ratio.
+type pair struct{ a, b time.Duration }
+
+func (p *pair) run(side *time.Duration, f func()) {
+	t := time.Now()
+	f()
+	*side += time.Since(t)
+}
+
+func (p *pair) report(b *testing.B, records int) {
+	n := float64(b.N) * float64(records)
+	b.ReportMetric(float64(p.a.Nanoseconds())/n, "mmap-ns/rec")
+	b.ReportMetric(float64(p.b.Nanoseconds())/n, "raw-ns/rec")
+	b.ReportMetric(float64(p.a)/float64(p.b), "mmap/raw")
+}
+
+// BenchmarkProduce appends one record per call to the log and, beside it
+// in the same loop, writes the same record with write(2) to a plain file
+// with fdatasync at the same boundaries (after every record, after every
+// 100, or every 10ms from a timer goroutine).
+func BenchmarkProduce(b *testing.B) {
+	var item rec100
+	for i := range item {
+		item[i] = byte(i)
+	}
+	rec := make([]byte, recordSize(len(item)))
+	copy(rec[recordHeaderSize:], item[:])
+	frameRecord(rec, 0)
+	for _, pol := range benchPolicies() {
+		b.Run(pol.name, func(b *testing.B) {
+			dir := b.TempDir()
+			be := newBench(b, dir, rawCodec(b), Flush(pol.policy))
+			defer be.Close()
+			l := be.Partition(0)
+			items := []rec100{item}
+
+			f, err := os.OpenFile(filepath.Join(dir, "raw"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			if pol.every == 0 {
+				wg.Go(func() {
+					t := time.NewTicker(benchInterval)
+					defer t.Stop()
+					for {
+						select {
+						case <-stop:
+							return
+						case <-t.C:
+							unix.Fdatasync(int(f.Fd()))
+						}
+					}
+				})
+			}
+			var p pair
+			b.ResetTimer()
+			for i := range b.N {
+				p.run(&p.a, func() {
+					if _, err := l.Append(items); err != nil {
+						b.Fatal(err)
+					}
+				})
+				p.run(&p.b, func() {
+					if _, err := f.Write(rec); err != nil {
+						b.Fatal(err)
+					}
+					if pol.every > 0 && (i+1)%pol.every == 0 {
+						if err := unix.Fdatasync(int(f.Fd())); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+			b.StopTimer()
+			close(stop)
+			wg.Wait()
+			p.report(b, 1)
+		})
+	}
+}
+
+// BenchmarkConsume reads 100 records per call from a log written
+// beforehand and, beside it, preads the same bytes from a plain file and
+// copies the payloads out (no checks: the floor of any reader).
+func BenchmarkConsume(b *testing.B) {
+	const n = 200_000
+	dir := b.TempDir()
+	be := newBench(b, dir, rawCodec(b), Flush(Batch(10_000)))
+	defer be.Close()
+	batch := make([]rec100, 1000)
+	for i := 0; i < n; i += len(batch) {
+		if _, err := be.Partition(0).Append(batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	size := recordSize(100)
+	rec := make([]byte, size)
+	frameRecord(rec, 0)
+	all := make([]byte, 0, n*size)
+	for range n {
+		all = append(all, rec...)
+	}
+	rawPath := filepath.Join(dir, "raw")
+	if err := os.WriteFile(rawPath, all, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.Open(rawPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+
+	l := be.Partition(0)
+	buf := make([]rec100, 100)
+	chunk := make([]byte, 100*size)
+	var p pair
+	b.ResetTimer()
+	for i := range b.N {
+		off := int64(i*100) % n
+		p.run(&p.a, func() {
+			for got := 0; got < 100; {
+				items, err := l.Read(off+int64(got), 100-got, buf)
+				if err != nil {
+					b.Fatal(err)
+				}
+				got += len(items)
+			}
+		})
+		p.run(&p.b, func() {
+			if _, err := f.ReadAt(chunk, off*int64(size)); err != nil {
+				b.Fatal(err)
+			}
+			for k := range buf {
+				copy(buf[k][:], chunk[k*size+recordHeaderSize:])
+			}
+		})
+	}
+	b.StopTimer()
+	p.report(b, 100)
+}
+
+// BenchmarkOpen opens (and closes) a topic retaining 1 MiB beside one
+// retaining 1 GiB, both with the default 256 MiB segments. The 1 GiB
+// fixture is built once per run.
+func BenchmarkOpen(b *testing.B) {
+	sizes := []struct {
+		name  string
+		bytes int64
+	}{{"1MiB", 1 << 20}, {"1GiB", 1 << 30}}
+	root := b.TempDir()
+	type big [4096 - recordOverhead]byte
+	c, err := codec.Raw[big]()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range sizes {
+		b.Run(s.name, func(b *testing.B) {
+			if s.bytes > 1<<20 && testing.Short() {
+				b.Skip("1 GiB fixture: skipped with -short")
+			}
+			dir := filepath.Join(root, s.name)
+			if _, err := os.Stat(dir); err != nil {
+				be := newBench(b, dir, c, Flush(Interval(time.Second)))
+				batch := make([]big, 256) // 1 MiB per append
+				for range s.bytes >> 20 {
+					if _, err := be.Partition(0).Append(batch); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := be.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for range b.N {
+				be, err := New[big](dir, WithCodec(c))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := be.Open("bench", 1); err != nil {
+					b.Fatal(err)
+				}
+				if got := be.Partition(0).Tail(); got != s.bytes>>12 {
+					b.Fatalf("tail %d, want %d", got, s.bytes>>12)
+				}
+				if err := be.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func ExampleNew() {
+	dir, _ := os.MkdirTemp("", "mmap-example")
+	defer os.RemoveAll(dir)
+	b, err := New[string](dir, Flush(Batch(100)), MaxRetainedConsumedSegments(2))
+	if err != nil {
+		panic(err)
+	}
+	if err := b.Open("events", 1); err != nil {
+		panic(err)
+	}
+	defer b.Close()
+	first, _ := b.Partition(0).Append([]string{"a", "b"})
+	items, _ := b.Partition(0).Read(first, 10, nil)
+	fmt.Println(first, items)
+	// Output: 0 [a b]
+}
