@@ -129,7 +129,10 @@ type Fetcher struct {
 
 // edgeState is what a fetcher knows about one incoming edge.
 type edgeState struct {
-	procs map[string]*procState
+	// procs are the known processors; a slice, not a map, because Fetch
+	// ranges over them for every message and a map range costs more than
+	// the lookups themselves. Order is irrelevant (removal swaps).
+	procs []*procState
 	// last[i] is the edge's watermark of partition cfg.partitions[i]: the
 	// highest minimum over its live processors seen so far. It never
 	// decreases, and it holds while the edge has no live processor, so a
@@ -140,6 +143,7 @@ type edgeState struct {
 
 // procState is one upstream processor.
 type procState struct {
+	name      string
 	beat      time.Time  // fetcher clock at its last heartbeat; zero: none yet
 	timelines []timeline // per position in cfg.partitions
 }
@@ -156,7 +160,6 @@ func NewFetcher(store Store, cfg FetcherConfig) (*Fetcher, error) {
 	f := &Fetcher{store: store, cfg: c, changed: make(chan struct{})}
 	for range c.edges {
 		f.edges = append(f.edges, &edgeState{
-			procs: map[string]*procState{},
 			last:  make([]time.Time, len(c.partitions)),
 		})
 	}
@@ -257,7 +260,7 @@ func (f *Fetcher) apply(edge int, u Update) {
 	case kind == keyHeartbeat && u.Op == OpDelete:
 		// A processor deletes its heartbeat when it stops cleanly: drop it
 		// now rather than after the timeout.
-		delete(e.procs, proc)
+		e.remove(slices.IndexFunc(e.procs, func(p *procState) bool { return p.name == proc }))
 	case kind == keyWMB && u.Op == OpPut:
 		if partition >= len(f.cfg.index) || f.cfg.index[partition] < 0 {
 			return // a partition another reader reads
@@ -272,15 +275,28 @@ func (f *Fetcher) apply(edge int, u Update) {
 
 // proc returns processor name of e, creating it. f.mu must be held.
 func (f *Fetcher) proc(e *edgeState, name string) *procState {
-	p := e.procs[name]
-	if p == nil {
-		p = &procState{timelines: make([]timeline, len(f.cfg.partitions))}
-		for i := range p.timelines {
-			p.timelines[i] = newTimeline(f.cfg.timelineLen)
+	for _, p := range e.procs {
+		if p.name == name {
+			return p
 		}
-		e.procs[name] = p
 	}
+	p := &procState{name: name, timelines: make([]timeline, len(f.cfg.partitions))}
+	for i := range p.timelines {
+		p.timelines[i] = newTimeline(f.cfg.timelineLen)
+	}
+	e.procs = append(e.procs, p)
 	return p
+}
+
+// remove drops processor i (nothing when i < 0).
+func (e *edgeState) remove(i int) {
+	if i < 0 {
+		return
+	}
+	last := len(e.procs) - 1
+	e.procs[i] = e.procs[last]
+	e.procs[last] = nil
+	e.procs = e.procs[:last]
 }
 
 // Fetch returns the vertex watermark to attach to the message at offset of
@@ -322,18 +338,20 @@ func (f *Fetcher) Fetch(partition int, offset int64) time.Time {
 func (f *Fetcher) FetchIdle(partition int, next int64) time.Time { return f.Fetch(partition, next) }
 
 // edgeAt is the minimum over e's live processors of their timeline
-// watermark below offset at partition position i; ok is false when e has no
-// live processor or one of them has nothing below offset. It drops the
+// watermark below offset at partition position pos; ok is false when e has
+// no live processor or one of them has nothing below offset. It drops the
 // processors whose heartbeat is older than the timeout. f.mu must be held.
-func (f *Fetcher) edgeAt(e *edgeState, i int, offset int64, now time.Time) (time.Time, bool) {
+func (f *Fetcher) edgeAt(e *edgeState, pos int, offset int64, now time.Time) (time.Time, bool) {
 	var low time.Time
 	first := true
-	for name, p := range e.procs {
+	for i := 0; i < len(e.procs); i++ {
+		p := e.procs[i]
 		if now.Sub(p.beat) > f.cfg.timeout {
-			delete(e.procs, name)
+			e.remove(i)
+			i-- // the last processor moved into slot i
 			continue
 		}
-		wm, ok := p.timelines[i].lookup(offset)
+		wm, ok := p.timelines[pos].lookup(offset)
 		if !ok {
 			return time.Time{}, false
 		}
@@ -365,9 +383,9 @@ func (f *Fetcher) Live(edge string) []string {
 
 func (f *Fetcher) liveLocked(edge int, now time.Time) []string {
 	var names []string
-	for name, p := range f.edges[edge].procs {
+	for _, p := range f.edges[edge].procs {
 		if now.Sub(p.beat) <= f.cfg.timeout {
-			names = append(names, name)
+			names = append(names, p.name)
 		}
 	}
 	slices.Sort(names)
