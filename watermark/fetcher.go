@@ -160,7 +160,7 @@ func NewFetcher(store Store, cfg FetcherConfig) (*Fetcher, error) {
 	f := &Fetcher{store: store, cfg: c, changed: make(chan struct{})}
 	for range c.edges {
 		f.edges = append(f.edges, &edgeState{
-			last:  make([]time.Time, len(c.partitions)),
+			last: make([]time.Time, len(c.partitions)),
 		})
 	}
 	return f, nil
