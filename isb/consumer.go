@@ -7,6 +7,10 @@ import (
 	"sync/atomic"
 )
 
+// testHookBeforeArm, when set by a test, runs when Pull found nothing and
+// is about to arm the signal: the window where a produce must not be lost.
+var testHookBeforeArm func()
+
 // PullConsumer reads the partitions assigned to it within its group. One
 // goroutine at a time may call Pull, Commit and CommitTo; Close may be
 // called from any goroutine.
@@ -143,6 +147,9 @@ func (c *PullConsumer[T]) Pull(ctx context.Context) (Batch[T], error) {
 			return b, err
 		}
 		// Nothing to read: wait. arm before the re-check (see signal).
+		if testHookBeforeArm != nil {
+			testHookBeforeArm()
+		}
 		wake := t.sig.arm()
 		b, ok, err := c.read()
 		if ok || err != nil {
