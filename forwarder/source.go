@@ -26,6 +26,11 @@ func RunSource[T any](soft, hard context.Context, cfg Config, src vertex.Source[
 	})
 	buf := &WriteBuffer[T]{}
 	acker, _ := src.(vertex.Acker[T])
+	buffered, _ := src.(vertex.BufferedSource[T])
+	var readBuf []vertex.Message[T]
+	if buffered != nil {
+		readBuf = make([]vertex.Message[T], cfg.Options.BatchSize)
+	}
 	fail := func(err error) error {
 		return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, Err: err}
 	}
@@ -34,7 +39,7 @@ func RunSource[T any](soft, hard context.Context, cfg Config, src vertex.Source[
 			// A source that never blocks would not notice ctx by itself.
 			return nil
 		}
-		msgs, err := src.Read(soft, cfg.Options.BatchSize)
+		msgs, err := read(soft, src, buffered, readBuf, cfg.Options.BatchSize)
 		if err != nil && !errors.Is(err, io.EOF) {
 			if soft.Err() != nil {
 				return nil
@@ -64,6 +69,15 @@ func RunSource[T any](soft, hard context.Context, cfg Config, src vertex.Source[
 			return nil
 		}
 	}
+}
+
+// read reads the next batch, into buf when the source can.
+func read[T any](ctx context.Context, src vertex.Source[T], buffered vertex.BufferedSource[T], buf []vertex.Message[T], batch int) ([]vertex.Message[T], error) {
+	if buffered == nil {
+		return src.Read(ctx, batch)
+	}
+	n, err := buffered.ReadInto(ctx, buf)
+	return buf[:n], err
 }
 
 // stamp gives messages without an event time the current time and, with a

@@ -81,22 +81,30 @@ func (g *GeneratorSource[T]) Validate() error {
 // Read returns up to maxN messages, waiting as the rate requires, and
 // io.EOF once Count messages were generated.
 func (g *GeneratorSource[T]) Read(ctx context.Context, maxN int) ([]Message[T], error) {
+	buf := make([]Message[T], maxN)
+	n, err := g.ReadInto(ctx, buf)
+	return buf[:n:n], err
+}
+
+// ReadInto is Read into buf: it fills buf[:n] with up to len(buf) messages.
+func (g *GeneratorSource[T]) ReadInto(ctx context.Context, buf []Message[T]) (int, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return 0, err
 		}
-		first, n, wait := g.reserve(maxN)
+		first, n, wait := g.reserve(len(buf))
 		if n > 0 {
-			return g.build(first, n), nil
+			g.fill(buf[:n], first)
+			return n, nil
 		}
 		if wait < 0 {
-			return nil, io.EOF
+			return 0, io.EOF
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			return 0, ctx.Err()
 		case <-t.C:
 		}
 	}
@@ -132,25 +140,21 @@ func (g *GeneratorSource[T]) reserve(maxN int) (first int64, n int, wait time.Du
 	}
 }
 
-func (g *GeneratorSource[T]) build(first int64, n int) []Message[T] {
-	out := make([]Message[T], n)
+// fill sets out[k] to message first+k, every field (out may be reused).
+func (g *GeneratorSource[T]) fill(out []Message[T], first int64) {
 	var now time.Time
 	if g.cfg.eventTime == nil {
 		now = time.Now() // one clock read per batch: the batch is read at once
 	}
 	for k := range out {
 		i := first + int64(k)
-		m := &out[k]
-		m.ID = strconv.FormatInt(i, 10)
-		m.Value = g.value(i)
+		m := Message[T]{ID: strconv.FormatInt(i, 10), Value: g.value(i), EventTime: now}
 		if g.cfg.eventTime != nil {
 			m.EventTime = g.cfg.eventTime(i)
-		} else {
-			m.EventTime = now
 		}
 		if g.keys != nil {
 			m.Keys = g.keys[i%int64(len(g.keys))]
 		}
+		out[k] = m
 	}
-	return out
 }

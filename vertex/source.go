@@ -24,3 +24,14 @@ type Source[T any] interface {
 type Acker[T any] interface {
 	Ack(ctx context.Context, msgs []Message[T]) error
 }
+
+// BufferedSource is a [Source] that can fill a buffer its caller owns, so
+// that a steady source allocates nothing per batch. The source forwarder
+// prefers ReadInto to Read, and passes the same buffer again only after
+// the previous batch was written and acked.
+type BufferedSource[T any] interface {
+	Source[T]
+	// ReadInto fills buf[:n] with up to len(buf) messages (every field of
+	// each), with the semantics of Read.
+	ReadInto(ctx context.Context, buf []Message[T]) (n int, err error)
+}
