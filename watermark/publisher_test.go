@@ -3,6 +3,7 @@ package watermark
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -207,5 +208,62 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPublishConcurrentNeverBackwards: workers publish one partition at
+// once with watermarks in any order; what reaches the store, as seen by a
+// watcher, never goes backwards in watermark or offset, and the store ends
+// at the highest.
+func TestPublishConcurrentNeverBackwards(t *testing.T) {
+	fx := newPubFixture(t, PublisherConfig{})
+	ctx, cancel := context.WithCancel(fx.ctx)
+	seen := make(chan []WMB)
+	ready := make(chan struct{})
+	go func() {
+		var got []WMB
+		for u, err := range fx.store.Watch(ctx, "map-sink") {
+			if err != nil {
+				t.Error(err)
+				break
+			}
+			if u.Op == OpSynced {
+				close(ready)
+				continue
+			}
+			var w WMB
+			if err := w.UnmarshalBinary(u.Value); err != nil {
+				t.Error(err)
+				break
+			}
+			got = append(got, w)
+		}
+		seen <- got
+	}()
+	<-ready
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 500 {
+				n := int64(i*4 + g)
+				if err := fx.p.Publish(fx.ctx, "map-sink", 0, n, ms(n)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	must(t, fx.p.Publish(fx.ctx, "map-sink", 0, 2000, ms(2000))) // a final, known value
+	fx.wantStored(0, WMB{Offset: 2000, Watermark: ms(2000)})
+	cancel()
+	got := <-seen
+	if len(got) == 0 {
+		t.Fatal("watcher saw no WMB")
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].Watermark.Before(got[i-1].Watermark) || got[i].Offset < got[i-1].Offset {
+			t.Fatalf("store went backwards: %v then %v", got[i-1], got[i])
+		}
 	}
 }
