@@ -1,0 +1,81 @@
+package mmap_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/runnel-dev/runnel/isb"
+	"github.com/runnel-dev/runnel/isb/isbtest"
+	"github.com/runnel-dev/runnel/isb/mmap"
+)
+
+// factory makes topics in a fresh directory with 64 KiB segments, so the
+// suite's volumes cross many rollovers.
+func factory(opts ...mmap.Option) isbtest.Factory {
+	return func(t testing.TB, name string, topicOpts ...isb.TopicOption) (*isb.Topic[isbtest.Item], error) {
+		tp, err := mmap.NewTopic[isbtest.Item](t.TempDir(), name, append([]mmap.Option{mmap.SegmentSize(64 << 10)}, opts...), topicOpts...)
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() {
+			if err := tp.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+		return tp, nil
+	}
+}
+
+func TestSuite(t *testing.T) {
+	t.Run("Batch", func(t *testing.T) {
+		isbtest.Run(t, factory(mmap.Flush(mmap.Batch(100)), mmap.MaxRetainedConsumedSegments(0)))
+	})
+	t.Run("Immediate", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("fsync per append: slow")
+		}
+		isbtest.Run(t, factory(mmap.Flush(mmap.Immediate())))
+	})
+}
+
+// A durable topic: items and commits survive a restart.
+func ExampleNewTopic() {
+	dir, err := os.MkdirTemp("", "mmap-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	opts := []mmap.Option{mmap.Flush(mmap.Batch(100)), mmap.SegmentSize(1 << 20)}
+
+	topic, err := mmap.NewTopic[string](dir, "orders", opts, isb.Partitions(1))
+	if err != nil {
+		panic(err)
+	}
+	prod := topic.Producer(nil)
+	for _, o := range []string{"apple", "pear", "plum"} {
+		if err := prod.Produce(ctx, o); err != nil {
+			panic(err)
+		}
+	}
+	c, _ := topic.PullConsumer("billing", isb.BatchSize(2), isb.ManualCommit())
+	b, _ := c.Pull(ctx)
+	fmt.Println("first run:", b.Items)
+	c.Commit()
+	topic.Close()
+
+	// Reopen: the group resumes after its commit.
+	topic, err = mmap.NewTopic[string](dir, "orders", opts, isb.Partitions(1))
+	if err != nil {
+		panic(err)
+	}
+	defer topic.Close()
+	c, _ = topic.PullConsumer("billing")
+	b, _ = c.Pull(ctx)
+	fmt.Println("after restart:", b.Items, "from offset", b.Offset)
+	// Output:
+	// first run: [apple pear]
+	// after restart: [plum] from offset 2
+}
