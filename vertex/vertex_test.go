@@ -210,3 +210,20 @@ func TestDerive(t *testing.T) {
 		t.Fatal("HasTag")
 	}
 }
+
+// ReadInto overwrites every field of a reused buffer.
+func TestGeneratorReadIntoReusesBuffer(t *testing.T) {
+	g := Generator(func(i int64) int { return int(i) }, Count(4))
+	buf := make([]Message[int], 3)
+	buf[0] = Message[int]{Tags: []string{"stale"}, Late: true, Watermark: time.Unix(9, 0)}
+	n, err := g.ReadInto(context.Background(), buf)
+	if err != nil || n != 3 || buf[0].Tags != nil || buf[0].Late || !buf[0].Watermark.IsZero() || buf[2].ID != "2" {
+		t.Fatalf("ReadInto: %d %v %+v", n, err, buf[0])
+	}
+	if n, err = g.ReadInto(context.Background(), buf); n != 1 || err != nil || buf[0].Value != 3 {
+		t.Fatalf("second ReadInto: %d %v", n, err)
+	}
+	if _, err = g.ReadInto(context.Background(), buf); !errors.Is(err, io.EOF) {
+		t.Fatalf("third ReadInto: %v, want io.EOF", err)
+	}
+}
