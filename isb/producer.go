@@ -15,8 +15,13 @@ import (
 // partition after others of the same batch were appended.
 type Producer[T any] struct {
 	topic  *Topic[T]
-	router Router[T]     // nil: round-robin, inlined
-	seq    atomic.Uint64 // items routed so far: the round-robin position
+	router Router[T] // nil: round-robin, inlined
+	// seq is written by every call of every goroutine sharing the
+	// producer: padded so it does not share a cache line with the fields
+	// above, which they all read.
+	_   [40]byte
+	seq atomic.Uint64 // items routed so far: the round-robin position
+	_   [56]byte
 }
 
 // admission says how a produce call treats a full topic.

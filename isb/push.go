@@ -138,7 +138,8 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // Stop stops pulling, waits for the handlers in flight and releases the
 // group. It is idempotent and safe to call from several goroutines; every
-// call returns after the goroutines have ended.
+// call returns after the goroutines have ended. A handler must not call
+// Stop: Stop would wait for that very handler.
 func (pc *PushConsumer[T]) Stop() error {
 	pc.stopOnce.Do(func() {
 		pc.cancel()  // ends Pulls, backoff waits and the handlers' ctx

@@ -10,20 +10,23 @@ import (
 // concurrent use. Create one with a storage package's constructor (for
 // example memory.NewTopic) or with NewTopic and a Backend.
 type Topic[T any] struct {
+	// Read by every produce; written only by NewTopic and Close.
 	name    string
 	cfg     topicConfig
 	backend Backend[T]
 	parts   []*partition[T]
 	gate    *gate // nil when unbounded: producers then skip capacity entirely
 	sig     *signal
-	scratch sync.Pool // *batchScratch[T], per-item routing of batches
+	closed  atomic.Bool
+	done    chan struct{} // closed by Close: wakes blocked Pulls
+	scratch sync.Pool     // *batchScratch[T], per-item routing of batches
 
+	// Written by consumers on every Pull and commit: kept off the cache
+	// line the producers read.
+	_ [64]byte
 	// mu guards groups and every partition's min: the commit bookkeeping.
 	mu     sync.Mutex
 	groups map[string]*group
-
-	closed atomic.Bool
-	done   chan struct{} // closed by Close: wakes blocked Pulls
 	// io is held for reading around every Log call other than Append
 	// (Read, Commit, Release). Close takes it for writing after marking
 	// the topic closed, so the backend is never closed under a call.
