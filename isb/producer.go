@@ -239,11 +239,11 @@ func (t *Topic[T]) appendRouted(items []T, r routes, s *batchScratch[T]) error {
 	if n == 1 {
 		return t.appendRun(0, items, int64(len(items)))
 	}
-	starts := s.group(items, r, n)
+	out, starts := s.group(items, r, n)
 	defer clear(s.out[:len(items)]) // do not keep the items alive in the pool
 	var stored bool
 	for part := range n {
-		run := s.out[starts[part]:starts[part+1]]
+		run := out[starts[part]:starts[part+1]]
 		if len(run) == 0 {
 			continue
 		}

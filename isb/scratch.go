@@ -38,10 +38,12 @@ func (s *batchScratch[T]) index(n int) []int32 {
 	return s.idx[:n]
 }
 
-// group regroups items by partition into s.out, keeping the batch order
-// within each partition, and returns the run boundaries: partition p's
-// items are s.out[starts[p]:starts[p+1]].
-func (s *batchScratch[T]) group(items []T, r routes, n int) []int {
+// group regroups items by partition, keeping the batch order within each
+// partition, and returns them with the run boundaries: partition p's items
+// are out[starts[p]:starts[p+1]]. out is s.out, or items itself when they
+// all go to one partition (a caller that routes each batch to a single
+// partition pays for no copy).
+func (s *batchScratch[T]) group(items []T, r routes, n int) (out []T, starts []int) {
 	if cap(s.starts) < n+1 {
 		s.starts = make([]int, n+1)
 		s.pos = make([]int, n)
@@ -49,8 +51,9 @@ func (s *batchScratch[T]) group(items []T, r routes, n int) []int {
 	if cap(s.out) < len(items) {
 		s.out = make([]T, len(items))
 	}
-	starts, out := s.starts[:n+1], s.out[:len(items)]
+	starts = s.starts[:n+1]
 	if r.idx == nil {
+		out = s.out[:len(items)]
 		// Round-robin: partition p takes every n-th item from the first
 		// one routed to it; a strided copy, no table.
 		k := 0
@@ -62,7 +65,7 @@ func (s *batchScratch[T]) group(items []T, r routes, n int) []int {
 			}
 		}
 		starts[n] = k
-		return starts
+		return out, starts
 	}
 	// Keyed: a stable counting sort on the partition table.
 	pos := s.pos[:n]
@@ -73,10 +76,14 @@ func (s *batchScratch[T]) group(items []T, r routes, n int) []int {
 	for p := range n {
 		starts[p+1] += starts[p]
 	}
+	if p := r.idx[0]; starts[p+1]-starts[p] == len(items) {
+		return items, starts
+	}
 	copy(pos, starts[:n])
+	out = s.out[:len(items)]
 	for i, p := range r.idx {
 		out[pos[p]] = items[i]
 		pos[p]++
 	}
-	return starts
+	return out, starts
 }
