@@ -13,7 +13,10 @@ import (
 
 // nullBackend stores nothing: Append moves the tail and Read returns zero
 // values, so the benchmarks measure the core alone.
-type nullBackend struct{ logs []*nullLog }
+type nullBackend struct {
+	logs []*nullLog
+	fill int64 // items each partition holds at open
+}
 
 type nullLog struct {
 	tail, head atomic.Int64
@@ -22,7 +25,9 @@ type nullLog struct {
 
 func (b *nullBackend) Open(_ string, n int) error {
 	for range n {
-		b.logs = append(b.logs, new(nullLog))
+		l := new(nullLog)
+		l.tail.Store(b.fill)
+		b.logs = append(b.logs, l)
 	}
 	return nil
 }
@@ -42,7 +47,7 @@ func (l *nullLog) Commit(_ string, off int64) error {
 	l.commit.Store(off)
 	return nil
 }
-func (l *nullLog) Committed(string) (int64, bool) { return l.commit.Load(), true }
+func (l *nullLog) Committed(string) (int64, bool) { return l.commit.Load(), l.commit.Load() > 0 }
 func (l *nullLog) Release(off int64) error {
 	l.head.Store(off)
 	return nil
@@ -159,4 +164,26 @@ func BenchmarkChannelSend(b *testing.B) {
 	})
 	close(ch)
 	<-done
+}
+
+// BenchmarkPull1000 is the core's cost per batch of a drain: auto commit of
+// the previous batch, finding a partition, and the Read call.
+func BenchmarkPull1000(b *testing.B) {
+	tp, err := isb.NewTopic[int]("bench", &nullBackend{fill: 1 << 50}, isb.Partitions(2))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tp.Close()
+	c, err := tp.PullConsumer("g", isb.BatchSize(1000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Pull(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
