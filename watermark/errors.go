@@ -23,4 +23,6 @@ var (
 	ErrPartition = errors.New("watermark: partition out of range")
 	// ErrStarted is returned by Start on a value already started or stopped.
 	ErrStarted = errors.New("watermark: already started")
+	// ErrStopped is returned by a Start that a concurrent Stop ended.
+	ErrStopped = errors.New("watermark: stopped")
 )

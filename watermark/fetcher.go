@@ -32,7 +32,9 @@ type FetcherConfig struct {
 	// that are read long after they were written a closer watermark.
 	TimelineLength int
 	// HeartbeatTimeout: a processor not heard from for longer is dropped
-	// (DefaultHeartbeatTimeout). Keep it several heartbeat intervals.
+	// (DefaultHeartbeatTimeout) when the next change reaches the fetcher,
+	// that is within one heartbeat interval while any upstream processor
+	// lives. Keep it several heartbeat intervals.
 	HeartbeatTimeout time.Duration
 	// Clock is the fetcher's clock (time.Now when nil). Liveness is judged
 	// on this clock at the moment a heartbeat arrives, so clocks of other
@@ -145,6 +147,7 @@ type edgeState struct {
 type procState struct {
 	name      string
 	beat      time.Time  // fetcher clock at its last heartbeat; zero: none yet
+	since     time.Time  // fetcher clock when it was first seen
 	timelines []timeline // per position in cfg.partitions
 }
 
@@ -184,7 +187,7 @@ func (f *Fetcher) Start(ctx context.Context) error {
 		select {
 		case <-ch:
 		case <-runCtx.Done():
-			return fmt.Errorf("watermark: fetcher stopped while starting: %w", ErrStarted)
+			return fmt.Errorf("%w: fetcher stopped while starting", ErrStopped)
 		case <-ctx.Done():
 			f.Stop()
 			return fmt.Errorf("watermark: fetcher start: waiting for bucket %q: %w", f.cfg.edges[i], ctx.Err())
@@ -253,10 +256,16 @@ func (f *Fetcher) apply(edge int, u Update) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	now := f.cfg.clock()
+	// Every live processor heartbeats each interval, so sweeping here drops
+	// a silent processor within one interval of its timeout while any
+	// upstream processor lives; when none does, the watermark holds anyway.
+	// Fetch, called per message, thereby never reads the clock.
+	defer f.sweep(now)
 	e := f.edges[edge]
 	switch {
 	case kind == keyHeartbeat && u.Op == OpPut:
-		f.proc(e, proc).beat = f.cfg.clock()
+		f.proc(e, proc, now).beat = now
 	case kind == keyHeartbeat && u.Op == OpDelete:
 		// A processor deletes its heartbeat when it stops cleanly: drop it
 		// now rather than after the timeout.
@@ -265,7 +274,7 @@ func (f *Fetcher) apply(edge int, u Update) {
 		if partition >= len(f.cfg.index) || f.cfg.index[partition] < 0 {
 			return // a partition another reader reads
 		}
-		f.proc(e, proc).timelines[f.cfg.index[partition]].put(w)
+		f.proc(e, proc, now).timelines[f.cfg.index[partition]].put(w)
 	default:
 		return // a deleted WMB says nothing new
 	}
@@ -273,19 +282,39 @@ func (f *Fetcher) apply(edge int, u Update) {
 	f.changed = make(chan struct{})
 }
 
-// proc returns processor name of e, creating it. f.mu must be held.
-func (f *Fetcher) proc(e *edgeState, name string) *procState {
+// proc returns processor name of e, creating it at now. f.mu must be held.
+func (f *Fetcher) proc(e *edgeState, name string, now time.Time) *procState {
 	for _, p := range e.procs {
 		if p.name == name {
 			return p
 		}
 	}
-	p := &procState{name: name, timelines: make([]timeline, len(f.cfg.partitions))}
+	p := &procState{name: name, since: now, timelines: make([]timeline, len(f.cfg.partitions))}
 	for i := range p.timelines {
 		p.timelines[i] = newTimeline(f.cfg.timelineLen)
 	}
 	e.procs = append(e.procs, p)
 	return p
+}
+
+// sweep drops the processors not heard from for longer than the timeout:
+// since their last heartbeat, or since their first WMB if no heartbeat came
+// (a WMB may arrive before the heartbeat in a store's initial values).
+// f.mu must be held.
+func (f *Fetcher) sweep(now time.Time) {
+	for _, e := range f.edges {
+		for i := 0; i < len(e.procs); i++ {
+			p := e.procs[i]
+			last := p.beat
+			if last.IsZero() {
+				last = p.since
+			}
+			if now.Sub(last) > f.cfg.timeout {
+				e.remove(i)
+				i-- // the last processor moved into slot i
+			}
+		}
+	}
 }
 
 // remove drops processor i (nothing when i < 0).
@@ -313,10 +342,9 @@ func (f *Fetcher) Fetch(partition int, offset int64) time.Time {
 		return f.vertex
 	}
 	i := f.cfg.index[partition]
-	now := f.cfg.clock()
 	low := time.Time{}
 	for n, e := range f.edges {
-		if wm, ok := f.edgeAt(e, i, offset, now); ok && wm.After(e.last[i]) {
+		if wm, ok := f.edgeAt(e, i, offset); ok && wm.After(e.last[i]) {
 			e.last[i] = wm
 		}
 		for j, wm := range e.last {
@@ -337,18 +365,15 @@ func (f *Fetcher) Fetch(partition int, offset int64) time.Time {
 // returns the vertex watermark.
 func (f *Fetcher) FetchIdle(partition int, next int64) time.Time { return f.Fetch(partition, next) }
 
-// edgeAt is the minimum over e's live processors of their timeline
-// watermark below offset at partition position pos; ok is false when e has
-// no live processor or one of them has nothing below offset. It drops the
-// processors whose heartbeat is older than the timeout. f.mu must be held.
-func (f *Fetcher) edgeAt(e *edgeState, pos int, offset int64, now time.Time) (time.Time, bool) {
+// edgeAt is the minimum over e's live processors (heard from and not swept)
+// of their timeline watermark below offset at partition position pos; ok is
+// false when e has no live processor or one of them has nothing below
+// offset. f.mu must be held.
+func (f *Fetcher) edgeAt(e *edgeState, pos int, offset int64) (time.Time, bool) {
 	var low time.Time
 	first := true
-	for i := 0; i < len(e.procs); i++ {
-		p := e.procs[i]
-		if now.Sub(p.beat) > f.cfg.timeout {
-			e.remove(i)
-			i-- // the last processor moved into slot i
+	for _, p := range e.procs {
+		if p.beat.IsZero() {
 			continue
 		}
 		wm, ok := p.timelines[pos].lookup(offset)
@@ -384,7 +409,7 @@ func (f *Fetcher) Live(edge string) []string {
 func (f *Fetcher) liveLocked(edge int, now time.Time) []string {
 	var names []string
 	for _, p := range f.edges[edge].procs {
-		if now.Sub(p.beat) <= f.cfg.timeout {
+		if !p.beat.IsZero() && now.Sub(p.beat) <= f.cfg.timeout {
 			names = append(names, p.name)
 		}
 	}

@@ -113,6 +113,8 @@ func TestFetchDropsDeadProcessors(t *testing.T) {
 	if got := f.Live("e"); !slices.Equal(got, []string{"a"}) {
 		t.Fatalf("Live = %q, want [a]", got)
 	}
+	wantWM(t, "Fetch before the next change", f.Fetch(0, 10), ms(100))
+	beat(f, 0, "a", clock.Now()) // the next heartbeat sweeps b out
 	wantWM(t, "Fetch with b dead", f.Fetch(0, 10), ms(500))
 
 	// A processor that deletes its heartbeat (clean stop) is dropped at once.
@@ -129,9 +131,16 @@ func TestFetchDropsDeadProcessors(t *testing.T) {
 	if got := f.Live("e"); len(got) != 0 {
 		t.Fatalf("Live = %q, want none", got)
 	}
-	// A WMB without a heartbeat does not make a processor live.
+	// A WMB without a heartbeat does not make a processor live...
 	feed(t, f, 0, "ghost", WMB{Offset: 5, Watermark: ms(50)})
 	wantWM(t, "Fetch with a ghost", f.Fetch(0, 10), ms(700))
+	// ...until its heartbeat follows: its earlier WMB was kept.
+	beat(f, 0, "ghost", clock.Now())
+	if got := f.Live("e"); !slices.Equal(got, []string{"ghost"}) {
+		t.Fatalf("Live = %q, want [ghost]", got)
+	}
+	wantWM(t, "Fetch with the ghost live", f.Fetch(0, 10), ms(700)) // 50 < 700: never decreases
+	wantWM(t, "partition watermark", f.edges[0].last[0], ms(700))
 }
 
 func TestFetchIdlePartition(t *testing.T) {

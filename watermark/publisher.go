@@ -263,7 +263,7 @@ func (p *Publisher) publish(ctx context.Context, edge string, partition int, off
 		return fmt.Errorf("%w: edge %q partition %d: offset %d is negative", ErrRange, edge, partition, offset)
 	}
 	if _, err := timeToNanos(wm); err != nil {
-		return fmt.Errorf("edge %q partition %d offset %d: %w", edge, partition, offset, err)
+		return fmt.Errorf("watermark: publishing edge %q partition %d offset %d: %w", edge, partition, offset, err)
 	}
 	w := WMB{Offset: offset, Watermark: wm, Idle: idle, Partition: int32(partition)}
 	s.mu.Lock()

@@ -237,6 +237,9 @@ func TestPublishConcurrentNeverBackwards(t *testing.T) {
 				break
 			}
 			got = append(got, w)
+			if w.Offset == 2000 { // the final value: everything before it was seen
+				break
+			}
 		}
 		seen <- got
 	}()
@@ -256,10 +259,10 @@ func TestPublishConcurrentNeverBackwards(t *testing.T) {
 	wg.Wait()
 	must(t, fx.p.Publish(fx.ctx, "map-sink", 0, 2000, ms(2000))) // a final, known value
 	fx.wantStored(0, WMB{Offset: 2000, Watermark: ms(2000)})
-	cancel()
 	got := <-seen
-	if len(got) == 0 {
-		t.Fatal("watcher saw no WMB")
+	cancel()
+	if len(got) == 0 || got[len(got)-1] != (WMB{Offset: 2000, Watermark: ms(2000)}) {
+		t.Fatalf("watcher saw %d WMBs without the final one last", len(got))
 	}
 	for i := 1; i < len(got); i++ {
 		if got[i].Watermark.Before(got[i-1].Watermark) || got[i].Offset < got[i-1].Offset {

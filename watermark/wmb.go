@@ -58,7 +58,7 @@ func (w WMB) AppendBinary(b []byte) ([]byte, error) {
 	}
 	ns, err := timeToNanos(w.Watermark)
 	if err != nil {
-		return b, fmt.Errorf("%w: WMB watermark of partition %d offset %d", err, w.Partition, w.Offset)
+		return b, fmt.Errorf("%w (WMB of partition %d offset %d)", err, w.Partition, w.Offset)
 	}
 	var flags byte
 	if w.Idle {
