@@ -152,3 +152,32 @@ func ExampleRegistry() {
 	// isb: topic "greetings" holds string, not int
 	// isb: unknown topic: "farewells"
 }
+
+// A group's consumers split the partitions: contiguous ranges, the extra
+// partitions to the first consumers.
+func ExampleTopic_PullConsumers() {
+	topic, err := isb.NewTopic[int]("jobs", isbtest.NewSliceBackend[int](), isb.Partitions(5))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer topic.Close()
+	consumers, err := topic.PullConsumers("workers", 2)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for i, c := range consumers {
+		fmt.Println("consumer", i, "owns", c.Assigned())
+		defer c.Close()
+	}
+	_, err = topic.PullConsumers("workers", 1)
+	fmt.Println(err)
+	_, err = topic.PullConsumers("others", 6)
+	fmt.Println(err)
+	// Output:
+	// consumer 0 owns [0 1 2]
+	// consumer 1 owns [3 4]
+	// isb: consumer group already has consumers: group "workers" of topic "jobs"
+	// isb: option Consumers: must be between 1 and the partition count 5 (got 6)
+}
