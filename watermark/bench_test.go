@@ -6,24 +6,41 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/runnel-dev/runnel/tracker"
 )
 
 // The per-message watermark cost. Baselines in the same run:
-//   - floor: one uncontended mutex round trip plus time.Now, the least any
-//     shared, time-aware per-message hook pays;
+//   - mutex: one uncontended mutex round trip, the least any shared
+//     per-message hook pays;
+//   - trackerPair: the tracker Insert+Delete+LowestOffset the reader already
+//     pays per message (500 in flight), to size Fetch against it;
 //   - storePut: encoding a WMB and putting it into the MemStore on every
 //     write, what an unthrottled publisher without dedup would do.
 
 func BenchmarkFetch(b *testing.B) {
-	b.Run("floor", func(b *testing.B) {
+	b.Run("mutex", func(b *testing.B) {
 		var mu sync.Mutex
-		var last time.Time
+		n := 0
 		for b.Loop() {
 			mu.Lock()
-			last = time.Now()
+			n++
 			mu.Unlock()
 		}
-		_ = last
+	})
+	b.Run("trackerPair", func(b *testing.B) {
+		tr := tracker.New[struct{}](1)
+		wm := time.Now()
+		for off := range int64(500) {
+			_ = tr.Insert(0, off, wm, struct{}{})
+		}
+		next := int64(500)
+		for b.Loop() {
+			_ = tr.Insert(0, next, wm, struct{}{})
+			tr.Delete(0, next-500)
+			tr.LowestOffset(0)
+			next++
+		}
 	})
 	for _, shape := range []struct{ edges, procs, parts int }{{1, 1, 1}, {1, 2, 1}, {2, 2, 4}} {
 		b.Run(fmt.Sprintf("edges=%d/procs=%d/partitions=%d", shape.edges, shape.procs, shape.parts), func(b *testing.B) {

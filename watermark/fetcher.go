@@ -342,19 +342,24 @@ func (f *Fetcher) Fetch(partition int, offset int64) time.Time {
 		return f.vertex
 	}
 	i := f.cfg.index[partition]
-	low := time.Time{}
-	for n, e := range f.edges {
+	raised := false
+	for _, e := range f.edges {
 		if wm, ok := f.edgeAt(e, i, offset); ok && wm.After(e.last[i]) {
-			e.last[i] = wm
-		}
-		for j, wm := range e.last {
-			if (n == 0 && j == 0) || wm.Before(low) {
-				low = wm
-			}
+			e.last[i], raised = wm, true
 		}
 	}
-	if low.After(f.vertex) {
-		f.vertex = low
+	if raised { // only a raised partition watermark can raise the minimum
+		low := f.edges[0].last[0]
+		for _, e := range f.edges {
+			for _, wm := range e.last {
+				if wm.Before(low) {
+					low = wm
+				}
+			}
+		}
+		if low.After(f.vertex) {
+			f.vertex = low
+		}
 	}
 	return f.vertex
 }
