@@ -26,7 +26,19 @@ type inputBuffer[T any] struct {
 
 // openBuffer creates n's input buffer as its options say.
 func openBuffer[T any](p *Pipeline, n *node) (buffer, error) {
-	topic, err := memory.NewTopic[vertex.Message[T]](p.name+"-"+n.name,
+	// A partition keeps enough recycled segments to hold its share of the
+	// capacity, so a buffer that fills and drains at steady state reuses
+	// its segments instead of allocating (and collecting) new ones.
+	free := memory.DefaultMaxFreeSegments
+	if c := n.cfg.BufferCapacity; c > 0 {
+		perPart := (c + int64(n.cfg.Partitions) - 1) / int64(n.cfg.Partitions)
+		free = max(free, int((perPart+memory.DefaultSegmentSize-1)/memory.DefaultSegmentSize)+1)
+	}
+	backend, err := memory.New[vertex.Message[T]](memory.MaxFreeSegments(free))
+	if err != nil {
+		return nil, err
+	}
+	topic, err := isb.NewTopic(p.name+"-"+n.name, isb.Backend[vertex.Message[T]](backend),
 		isb.Partitions(n.cfg.Partitions), isb.Capacity(n.cfg.BufferCapacity))
 	if err != nil {
 		return nil, err
