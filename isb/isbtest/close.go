@@ -3,6 +3,9 @@ package isbtest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/runnel-dev/runnel/isb"
@@ -89,4 +92,84 @@ func (s suite) consumerCloseWakesPull(t *testing.T) {
 	c2 := consumer(t, tp, "g")
 	produce(t, ctx, tp.Producer(nil), Item{Seq: 1})
 	expectBatch(t, ctx, c2, 0, 0, []Item{{Seq: 1}})
+}
+
+// closeUnderLoad closes the topic while producers, consumers and a push
+// group run: every call ends with success or ErrClosed, never with a
+// storage error from a call racing the storage's Close.
+func (s suite) closeUnderLoad(t *testing.T) {
+	ctx := testContext(t)
+	tp := s.topic(t, isb.Partitions(3), isb.Capacity(50))
+	errs := make(chan error, 64)
+	check := func(what string, err error) bool {
+		if err == nil {
+			return true
+		}
+		if !errors.Is(err, isb.ErrClosed) {
+			errs <- fmt.Errorf("%s: %w", what, err)
+		}
+		return false
+	}
+	var wg sync.WaitGroup
+	pr := tp.Producer(nil)
+	for p := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seq := 0; ; seq++ {
+				var err error
+				if seq%2 == 0 {
+					err = pr.Produce(ctx, Item{Producer: p, Seq: seq})
+				} else {
+					err = pr.ProduceBatch(ctx, seqs(p, seq, 3))
+				}
+				if !check("produce", err) {
+					return
+				}
+			}
+		}()
+	}
+	cs, err := tp.PullConsumers("pull", 2, isb.ManualCommit(), isb.BatchSize(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pulled atomic.Int64
+	for _, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				b, err := c.Pull(ctx)
+				if !check("pull", err) {
+					return
+				}
+				pulled.Add(int64(len(b.Items)))
+				if !check("commit", c.CommitTo(b.Partition, b.End())) {
+					return
+				}
+			}
+		}()
+	}
+	h := &handled{handler: func(int, isb.Batch[Item]) error { return nil }}
+	push, err := tp.Subscribe("push", h.handle, isb.Consumers(3), isb.OnError(func(_ int, _ int64, err error) {
+		check("push", err)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "items flowing", func() bool { return pulled.Load() > 200 && h.okCount() > 200 })
+	if err := tp.Close(); err != nil {
+		t.Fatalf("Close under load: %v", err)
+	}
+	wg.Wait()
+	if err := push.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	for _, c := range cs {
+		c.Close()
+	}
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }

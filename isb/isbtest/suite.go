@@ -60,6 +60,7 @@ func Run(t *testing.T, f Factory) {
 		{"PushStopWaitsForHandler", s.pushStopWaits},
 		{"CloseWakesBlockedCalls", s.closeWakes},
 		{"ConsumerCloseWakesPull", s.consumerCloseWakesPull},
+		{"CloseUnderLoad", s.closeUnderLoad},
 	} {
 		t.Run(c.name, c.run)
 	}
