@@ -1,6 +1,7 @@
 package watermark
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -57,8 +58,8 @@ type fetcherConfig struct {
 func (c FetcherConfig) validate() (fetcherConfig, error) {
 	cfg := fetcherConfig{
 		edges:       slices.Clone(c.Edges),
-		timelineLen: cmpOr(c.TimelineLength, DefaultTimelineLength),
-		timeout:     cmpOr(c.HeartbeatTimeout, DefaultHeartbeatTimeout),
+		timelineLen: cmp.Or(c.TimelineLength, DefaultTimelineLength),
+		timeout:     cmp.Or(c.HeartbeatTimeout, DefaultHeartbeatTimeout),
 		clock:       c.Clock.orNow(),
 		log:         c.Logger,
 	}
@@ -103,15 +104,6 @@ func (c FetcherConfig) validate() (fetcherConfig, error) {
 		return cfg, fmt.Errorf("%w: FetcherConfig.HeartbeatTimeout %v <= 0", ErrInvalidConfig, c.HeartbeatTimeout)
 	}
 	return cfg, nil
-}
-
-// cmpOr returns v, or def when v is the zero value.
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // Fetcher computes the watermark of the messages one reader reads. Build it

@@ -98,3 +98,33 @@ func parseKey(key string) (kind keyKind, processor string, partition int) {
 	}
 	return keyOther, "", 0
 }
+
+// EdgeBucket returns the bucket of the edge from vertex from to vertex to,
+// so that publishers and fetchers agree on it. The length of from is part
+// of the name, so no two vertex pairs share a bucket ("a_b"->"c" and
+// "a"->"b_c" differ). Vertex names with characters a bucket cannot hold are
+// an ErrInvalidName.
+func EdgeBucket(from, to string) (string, error) {
+	b := "wm_" + strconv.Itoa(len(from)) + "_" + from + "_" + to
+	if from == "" || to == "" {
+		return "", fmt.Errorf("%w: edge %q -> %q: empty vertex name", ErrInvalidName, from, to)
+	}
+	if err := validBucket(b); err != nil {
+		return "", fmt.Errorf("edge %q -> %q: %w", from, to, err)
+	}
+	return b, nil
+}
+
+// ProcessorName returns the processor name of replica of vertex, as
+// publishers and status reports use it. Vertex names with characters a key
+// cannot hold are an ErrInvalidName.
+func ProcessorName(vertex string, replica int) (string, error) {
+	p := vertex + "-" + strconv.Itoa(replica)
+	if vertex == "" || replica < 0 {
+		return "", fmt.Errorf("%w: processor of vertex %q replica %d", ErrInvalidName, vertex, replica)
+	}
+	if err := validProcessor(p); err != nil {
+		return "", err
+	}
+	return p, nil
+}

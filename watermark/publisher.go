@@ -1,6 +1,7 @@
 package watermark
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -99,7 +100,7 @@ func NewPublisher(store Store, cfg PublisherConfig) (*Publisher, error) {
 	c := publisherConfig{
 		processor: cfg.Processor,
 		throttle:  cfg.Throttle,
-		interval:  cmpOr(cfg.HeartbeatInterval, DefaultHeartbeatInterval),
+		interval:  cmp.Or(cfg.HeartbeatInterval, DefaultHeartbeatInterval),
 		inFlight:  cfg.InFlight,
 		clock:     cfg.Clock.orNow(),
 		log:       cfg.Logger,

@@ -1,0 +1,43 @@
+package watermark
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestNames(t *testing.T) {
+	b1, err1 := EdgeBucket("a_b", "c")
+	b2, err2 := EdgeBucket("a", "b_c")
+	if err1 != nil || err2 != nil || b1 == b2 || b1 != "wm_3_a_b_c" || b2 != "wm_1_a_b_c" {
+		t.Fatalf("EdgeBucket = %q,%v and %q,%v", b1, err1, b2, err2)
+	}
+	if _, err := EdgeBucket("a.b", "c"); !errors.Is(err, ErrInvalidName) {
+		t.Errorf("EdgeBucket with a dot: %v", err)
+	}
+	if _, err := EdgeBucket("", "c"); !errors.Is(err, ErrInvalidName) {
+		t.Errorf("EdgeBucket with an empty name: %v", err)
+	}
+	if p, err := ProcessorName("map", 2); err != nil || p != "map-2" {
+		t.Errorf("ProcessorName = %q, %v", p, err)
+	}
+	for _, c := range []struct {
+		v string
+		r int
+	}{{"", 0}, {"m", -1}, {"a.b", 0}} {
+		if _, err := ProcessorName(c.v, c.r); !errors.Is(err, ErrInvalidName) {
+			t.Errorf("ProcessorName(%q, %d): %v", c.v, c.r, err)
+		}
+	}
+	// Keys round-trip through parseKey.
+	if k, p, n := parseKey(wmbKey("map-2", 11)); k != keyWMB || p != "map-2" || n != 11 {
+		t.Errorf("parseKey(wmb) = %v %q %d", k, p, n)
+	}
+	if k, p, _ := parseKey(heartbeatKey("map-2")); k != keyHeartbeat || p != "map-2" {
+		t.Errorf("parseKey(hb) = %v %q", k, p)
+	}
+	for _, key := range []string{"other", "wmb.x", "wmb.x.-1", "wmb.x.y", "hb.", "wmb..1"} {
+		if k, _, _ := parseKey(key); k != keyOther {
+			t.Errorf("parseKey(%q) = %v, want other", key, k)
+		}
+	}
+}
