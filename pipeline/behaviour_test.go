@@ -306,3 +306,25 @@ func TestStatsBeforeRun(t *testing.T) {
 		t.Fatalf("Stats before Run not zero: %+v", st[1])
 	}
 }
+
+// A sink that never finishes makes the drain give up after DrainTimeout:
+// Run returns ErrDrainTimeout and every goroutine still ends.
+func TestDrainTimeout(t *testing.T) {
+	p := New("stuck", DrainTimeout(20*time.Millisecond))
+	src := Source(p, "gen", vertex.Generator(func(i int64) int { return int(i) }))
+	started := make(chan struct{})
+	var once sync.Once
+	Sink(p, "stuck", src, vertex.SinkFunc[int](func(ctx context.Context, _ []vertex.Message[int]) ([]vertex.Result, error) {
+		once.Do(func() { close(started) })
+		<-ctx.Done() // only the hard stop ends it
+		return nil, ctx.Err()
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- p.Run(ctx) }()
+	<-started
+	cancel()
+	if err := <-errc; !errors.Is(err, ErrDrainTimeout) {
+		t.Fatalf("Run: %v, want ErrDrainTimeout", err)
+	}
+}
