@@ -24,4 +24,23 @@
 // control message and then idle WMBs.
 //
 // Every time-dependent type takes a [Clock], so tests control time.
+//
+// # Wiring into a forwarder
+//
+// Reader (one Fetcher per replica, Partitions = the consumer's assigned
+// partitions, Edges = EdgeBucket(upstream, this vertex) for each input):
+// Start, then WaitForProcessors(ctx, upstream replicas); Fetch(partition,
+// offset) for every message read, including control messages' successors;
+// FetchIdle(partition, next offset to read) after a read that returned
+// nothing, so quiet partitions advance; Stop on shutdown.
+//
+// Writer (one Publisher per replica, Processor = ProcessorName(vertex,
+// replica), Edges = its outgoing buckets, InFlight = the tracker's
+// LowestWatermark): Start; after writing to a partition, Publish(ctx, bucket,
+// partition, highest offset written, replica watermark) and IdleManager.Wrote;
+// periodically, for each partition not written, IdleManager.Next: on
+// IdleWriteControl write one control message and call ControlWritten with its
+// offset, on IdlePublish call PublishIdle with the replica watermark; Stop on
+// shutdown. A source replica computes its watermark with Source.Observe per
+// batch and Source.IdleAdvance when a read returns nothing.
 package watermark
