@@ -30,7 +30,7 @@
 // Reader (one Fetcher per replica, Partitions = the consumer's assigned
 // partitions, Edges = EdgeBucket(upstream, this vertex) for each input):
 // Start, then WaitForProcessors(ctx, upstream replicas); Fetch(partition,
-// offset) for every message read, including control messages' successors;
+// offset) for every data message read (control messages need none);
 // FetchIdle(partition, next offset to read) after a read that returned
 // nothing, so quiet partitions advance; Stop on shutdown.
 //
