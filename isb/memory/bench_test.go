@@ -252,3 +252,56 @@ func BenchmarkDrain(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDrainSerial is a diagnostic beside BenchmarkDrain: one consumer
+// owning all GOMAXPROCS partitions drains on the benchmark's goroutine, and
+// the channel baseline is drained by one goroutine too. With no goroutine to
+// wake per operation it shows the cost per item of the read path alone,
+// which in BenchmarkDrain's large batches is smaller than the fixed cost of
+// starting GOMAXPROCS goroutines.
+func BenchmarkDrainSerial(b *testing.B) {
+	s := newBenchSetup()
+	ctx := context.Background()
+
+	b.Run("chan", func(b *testing.B) {
+		ch := make(chan int, benchMessages)
+		b.ReportAllocs()
+		for range b.N {
+			b.StopTimer()
+			for i := range s.n {
+				ch <- i
+			}
+			b.StartTimer()
+			for range s.n {
+				<-ch
+			}
+		}
+		reportPerItem(b, s.n)
+	})
+
+	for _, m := range benchModes {
+		for _, size := range []int{1, 100, 1000} {
+			b.Run("batch="+strconv.Itoa(size)+"/"+m.name, func(b *testing.B) {
+				topic := s.topic(b, m.capacity)
+				p := topic.Producer(nil)
+				c, err := topic.PullConsumer("bench", isb.BatchSize(size))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Close()
+				fill := make([]int, s.n)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					b.StopTimer()
+					if err := p.ProduceBatch(ctx, fill); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					drainAll(b, c, s.n)
+				}
+				reportPerItem(b, s.n)
+			})
+		}
+	}
+}
