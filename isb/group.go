@@ -29,12 +29,12 @@ func (t *Topic[T]) recoverGroups() (used int64) {
 			}
 			g.commits[p] = off
 		}
-		t.groups[name] = g
+		t.addGroup(g)
 	}
 	for p, pt := range t.parts {
 		pt.min = pt.log.Head()
 		first := true
-		for _, g := range t.groups {
+		for _, g := range t.known {
 			if first || g.commits[p] < pt.min {
 				pt.min, first = g.commits[p], false
 			}
@@ -76,8 +76,14 @@ func (t *Topic[T]) join(name string, n int) (*group, error) {
 		}
 		g.commits[p] = start
 	}
-	t.groups[name] = g
+	t.addGroup(g)
 	return g, nil
+}
+
+// addGroup makes g known; t.mu is held or t not shared yet.
+func (t *Topic[T]) addGroup(g *group) {
+	t.groups[g.name] = g
+	t.known = append(t.known, g)
 }
 
 // leave records that one consumer of g closed.
@@ -115,7 +121,7 @@ func (t *Topic[T]) commit(g *group, p int, off int64) error {
 		return nil // another group is behind: the min does not move
 	}
 	newMin := off
-	for _, o := range t.groups {
+	for _, o := range t.known {
 		newMin = min(newMin, o.commits[p])
 	}
 	if newMin <= pt.min {

@@ -24,9 +24,11 @@ type Topic[T any] struct {
 	// Written by consumers on every Pull and commit: kept off the cache
 	// line the producers read.
 	_ [64]byte
-	// mu guards groups and every partition's min: the commit bookkeeping.
+	// mu guards groups, known and every partition's min: the commit
+	// bookkeeping.
 	mu     sync.Mutex
 	groups map[string]*group
+	known  []*group // the values of groups: commits range over a slice, not a map
 	// io is held for reading around every Log call other than Append
 	// (Read, Commit, Release). Close takes it for writing after marking
 	// the topic closed, so the backend is never closed under a call.
