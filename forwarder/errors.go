@@ -13,6 +13,9 @@ var (
 	// ErrNoFallback is returned when a sink asks for its fallback and the
 	// vertex has none.
 	ErrNoFallback = errors.New("forwarder: no fallback sink")
+	// ErrNoSuchEdge is returned by Writer.WriteControl for a destination
+	// or partition the writer does not write to.
+	ErrNoSuchEdge = errors.New("forwarder: no such edge")
 )
 
 // ProcessError reports a failure of one replica: a UDF, a sink, a source,

@@ -18,8 +18,11 @@ type WatermarkFetcher interface {
 // own; the writer calls it from several goroutines (the workers).
 type WatermarkPublisher interface {
 	// Publish is called after items were written to partition of the input
-	// buffer of vertex to. offset is the highest offset written, or -1
-	// when the storage does not report offsets. wm is the replica's
+	// buffer of vertex to. offset is the partition's last offset after the
+	// write (see Edge.Tail): at least the last offset this replica wrote,
+	// more when other writers appended meanwhile, which only makes the
+	// fetched watermark of the messages in between more conservative; -1
+	// when the storage cannot tell. wm is the replica's
 	// watermark: the lowest watermark of its in-flight messages, or the
 	// newest watermark it has read when nothing is in flight (for a
 	// source: what its SourceWatermarker returned).

@@ -2,6 +2,7 @@ package forwarder
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,13 @@ type Edge[T any] struct {
 	// ByKey routes by a stable hash of the message keys; otherwise each
 	// write goes to the next partition in turn.
 	ByKey bool
+	// Tail, when set, returns the next offset of a partition of Topic
+	// (isb.Log.Tail): after a write, Tail-1 is the offset the watermark
+	// publisher is told. With other writers appending concurrently it may
+	// exceed this writer's last offset, which only makes the watermark of
+	// the messages in between more conservative (their watermark comes
+	// from the publisher's previous, lower, watermark). Nil reports -1.
+	Tail func(partition int) int64
 }
 
 // Writer writes a replica's outputs to its outgoing edges. It is safe for
@@ -224,7 +232,37 @@ func (w *Writer[T]) produce(ctx context.Context, e *edgeWriter[T], p int, items 
 		if w.wm != nil {
 			wm = w.wm()
 		}
-		w.pub.Publish(e.To, p, -1, wm)
+		w.pub.Publish(e.To, p, lastOffset(e, p), wm)
 	}
 	return nil
+}
+
+// lastOffset is the offset of the last item of partition p of e, or -1
+// when e cannot tell.
+func lastOffset[T any](e *edgeWriter[T], p int) int64 {
+	if e.Tail == nil {
+		return -1
+	}
+	return e.Tail(p) - 1
+}
+
+// WriteControl appends one control message (tagged ControlTag, which
+// readers ack and skip) to partition of the edge to vertex to, and returns
+// its offset (-1 when the edge cannot tell). The watermark's idle handling
+// uses it to mark an idle partition.
+func (w *Writer[T]) WriteControl(ctx context.Context, to string, partition int) (int64, error) {
+	for i := range w.edges {
+		e := &w.edges[i]
+		if e.To != to {
+			continue
+		}
+		if partition < 0 || partition >= len(e.parts) {
+			return -1, fmt.Errorf("%w: partition %d of the edge to %q (it has %d)", ErrNoSuchEdge, partition, to, len(e.parts))
+		}
+		if err := e.parts[partition].Produce(ctx, vertex.Message[T]{Tags: []string{ControlTag}}); err != nil {
+			return -1, err
+		}
+		return lastOffset(e, partition), nil
+	}
+	return -1, fmt.Errorf("%w: no edge to %q", ErrNoSuchEdge, to)
 }

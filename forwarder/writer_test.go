@@ -2,6 +2,7 @@ package forwarder
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -167,4 +168,45 @@ func (f *fakePublisher) Publish(to string, partition int, offset int64, wm time.
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, pubCall{to, partition, offset, wm.Unix()})
+}
+
+// With Tail, the publisher learns the last offset written per partition;
+// WriteControl appends a control message and returns its offset.
+func TestWriterOffsetsAndControl(t *testing.T) {
+	backend, err := memory.New[msg]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic, err := isb.NewTopic[msg]("tailed", backend, isb.Partitions(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = topic.Close() })
+	pub := &fakePublisher{}
+	w := NewWriter([]Edge[int]{{To: "next", Topic: topic, Tail: func(p int) int64 { return backend.Partition(p).Tail() }}},
+		&Counters{}, pub, func() time.Time { return time.Unix(9, 0) })
+	buf := &WriteBuffer[int]{}
+	for range 2 {
+		if err := w.Write(context.Background(), values(3), buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Round-robin: the first write went to partition 1, the second to 0.
+	want := []pubCall{{"next", 1, 2, 9}, {"next", 0, 2, 9}}
+	if !slices.Equal(pub.calls, want) {
+		t.Fatalf("publisher calls %v, want %v", pub.calls, want)
+	}
+	off, err := w.WriteControl(context.Background(), "next", 1)
+	if err != nil || off != 3 {
+		t.Fatalf("WriteControl: offset %d, %v; want 3", off, err)
+	}
+	if got := drain(t, topic)[1]; len(got) != 4 || !got[3].HasTag(ControlTag) {
+		t.Fatalf("partition 1 holds %v", got)
+	}
+	if _, err := w.WriteControl(context.Background(), "elsewhere", 0); !errors.Is(err, ErrNoSuchEdge) {
+		t.Fatalf("WriteControl to an unknown edge: %v", err)
+	}
+	if _, err := w.WriteControl(context.Background(), "next", 2); !errors.Is(err, ErrNoSuchEdge) {
+		t.Fatalf("WriteControl to a partition out of range: %v", err)
+	}
 }

@@ -20,6 +20,7 @@ type buffer interface {
 // per replica, all in the group named after the vertex.
 type inputBuffer[T any] struct {
 	topic     *isb.Topic[vertex.Message[T]]
+	backend   isb.Backend[vertex.Message[T]]
 	group     string
 	consumers []*isb.PullConsumer[vertex.Message[T]]
 }
@@ -47,7 +48,7 @@ func openBuffer[T any](p *Pipeline, n *node) (buffer, error) {
 	if err != nil {
 		return nil, errors.Join(err, topic.Close())
 	}
-	return &inputBuffer[T]{topic: topic, group: n.name, consumers: cs}, nil
+	return &inputBuffer[T]{topic: topic, backend: backend, group: n.name, consumers: cs}, nil
 }
 
 func (b *inputBuffer[T]) pending() int64 { return b.topic.Pending(b.group) }
@@ -76,12 +77,14 @@ func edgesFor[T any](n *node) []forwarder.Edge[T] {
 		if e.full != nil {
 			full = *e.full
 		}
+		b := e.to.in.(*inputBuffer[T])
 		edges = append(edges, forwarder.Edge[T]{
 			To:    e.to.name,
-			Topic: e.to.in.(*inputBuffer[T]).topic,
+			Topic: b.topic,
 			When:  e.when,
 			Full:  full,
 			ByKey: e.to.cfg.PartitionByKey,
+			Tail:  func(p int) int64 { return b.backend.Partition(p).Tail() },
 		})
 	}
 	return edges

@@ -19,6 +19,7 @@ type recorder struct {
 	fetches   int
 	publishes map[string]int // destination vertex -> calls
 	observed  int
+	badOffset int // publishes without a known offset
 }
 
 func (r *recorder) Fetch(int, int64) time.Time {
@@ -28,10 +29,13 @@ func (r *recorder) Fetch(int, int64) time.Time {
 	return time.Unix(7, 0)
 }
 
-func (r *recorder) Publish(to string, _ int, _ int64, _ time.Time) {
+func (r *recorder) Publish(to string, _ int, offset int64, _ time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.publishes[to]++
+	if offset < 0 {
+		r.badOffset++
+	}
 }
 
 func (r *recorder) Observe(int, time.Time) time.Time {
@@ -71,6 +75,9 @@ func TestWithHooksWiresEveryReplica(t *testing.T) {
 	runWithin(t, p, 30*time.Second)
 	if replicas["src"] != 1 || replicas["id"] != 2 || replicas["out"] != 1 {
 		t.Errorf("hooks asked for %v, want src 1, id 2, out 1", replicas)
+	}
+	if rec.badOffset != 0 {
+		t.Errorf("%d publishes without an offset", rec.badOffset)
 	}
 	if rec.fetches != 200 || rec.observed != 10 || rec.publishes["id"] == 0 || rec.publishes["out"] == 0 || bad != 0 {
 		t.Errorf("fetches %d (want 200), source batches %d (want 10), publishes %v, %d sink messages without the fetched watermark",
