@@ -24,7 +24,8 @@ type Config struct {
 	Logger   *zap.Logger // nil logs nothing
 	Hooks    Hooks
 	// Fail is called with the first fatal error of a worker, so that the
-	// pipeline stops at once. Required.
+	// pipeline stops at once (the replica also returns it when it ends).
+	// Optional.
 	Fail func(error)
 	// OnCommit is called after the reader committed progress (the
 	// pipeline's drain check watches it). Optional.
@@ -68,6 +69,7 @@ func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode
 		chans[i] = make(chan []inflight[T], workers)
 	}
 	var failed atomic.Bool
+	var workerErr error // the first worker error, written once under failed
 	var wg sync.WaitGroup
 	for i := range workers {
 		h := newHandler(r)
@@ -81,7 +83,10 @@ func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode
 				if err := h(hard, chunk); err != nil {
 					r.nack(chunk)
 					if hard.Err() == nil && failed.CompareAndSwap(false, true) {
-						cfg.Fail(asProcessError(cfg, err))
+						workerErr = asProcessError(cfg, err)
+						if cfg.Fail != nil {
+							cfg.Fail(workerErr)
+						}
 					}
 					continue
 				}
@@ -97,7 +102,7 @@ func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode
 			every = 5 * time.Second
 		}
 		wipWG.Go(func() {
-			if err := r.wipLoop(wipCtx, cfg.Hooks.WIP, every, in.Consumer.Assigned()); err != nil {
+			if err := r.wipLoop(wipCtx, cfg.Hooks.WIP, every, in.Consumer.Assigned()); err != nil && cfg.Fail != nil {
 				cfg.Fail(asProcessError(cfg, err))
 			}
 		})
@@ -164,6 +169,9 @@ func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode
 	wipWG.Wait()
 	if err != nil {
 		return asProcessError(cfg, err)
+	}
+	if workerErr != nil { // wg.Wait ordered the write before this read
+		return workerErr
 	}
 	if derr != nil && !errors.Is(derr, isb.ErrClosed) {
 		return asProcessError(cfg, derr)
