@@ -184,6 +184,7 @@ func (p *Pipeline) drainWhenDone(rt *runtime, n *node) {
 			return
 		}
 	}
+	rt.log.Debug("vertex drained", zap.String("vertex", n.name))
 }
 
 // drainDeadline fails the pipeline with ErrDrainTimeout when it has not
