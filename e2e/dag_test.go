@@ -46,6 +46,7 @@ type dagEdge struct {
 type dagVertex struct {
 	name  string
 	kind  string // source, map, sink
+	form  int    // map vertices: 0 FlatMap, 1 MapStream, 2 BatchMap
 	ins   []dagEdge
 	outs  []int // indexes of the vertices it feeds
 	opts  []vertex.Option
@@ -112,7 +113,7 @@ func randomDAG(r *rand.Rand, n int) []*dagVertex {
 	for l := range 1 + r.IntN(3) {
 		var layer []int
 		for k := range 1 + r.IntN(2) {
-			v := &dagVertex{name: fmt.Sprintf("map%d-%d", l, k), kind: "map", ins: pickIns(), opts: randOpts(r)}
+			v := &dagVertex{name: fmt.Sprintf("map%d-%d", l, k), kind: "map", form: r.IntN(3), ins: pickIns(), opts: randOpts(r)}
 			layer = append(layer, len(vs))
 			vs = append(vs, v)
 		}
@@ -201,11 +202,29 @@ func build(name string, vs []*dagVertex) *pipeline.Pipeline {
 			streams[i] = pipeline.Source(p, v.name, vertex.FromMessages(v.msgs), v.opts...)
 		case "map":
 			name := v.name
-			streams[i] = pipeline.FlatMap(p, name, input(v), func(_ context.Context, m vertex.Message[item]) ([]vertex.Message[item], error) {
+			retag := func(m vertex.Message[item]) vertex.Message[item] {
 				out := vertex.Derive(m, m.Value)
 				out.Tags = tagsFor(name, m.ID)
-				return []vertex.Message[item]{out}, nil
-			}, v.opts...)
+				return out
+			}
+			switch v.form {
+			case 0:
+				streams[i] = pipeline.FlatMap(p, name, input(v), func(_ context.Context, m vertex.Message[item]) ([]vertex.Message[item], error) {
+					return []vertex.Message[item]{retag(m)}, nil
+				}, v.opts...)
+			case 1:
+				streams[i] = pipeline.MapStream(p, name, input(v), func(_ context.Context, m vertex.Message[item], emit func(vertex.Message[item]) error) error {
+					return emit(retag(m))
+				}, v.opts...)
+			default:
+				streams[i] = pipeline.BatchMap(p, name, input(v), func(_ context.Context, ms []vertex.Message[item]) ([][]vertex.Message[item], error) {
+					res := make([][]vertex.Message[item], len(ms))
+					for k, m := range ms {
+						res[k] = []vertex.Message[item]{retag(m)}
+					}
+					return res, nil
+				}, v.opts...)
+			}
 		case "sink":
 			pipeline.Sink(p, v.name, input(v), vertex.Sink[item](v.sinks), v.opts...)
 		}
@@ -216,7 +235,11 @@ func build(name string, vs []*dagVertex) *pipeline.Pipeline {
 func describe(vs []*dagVertex) string {
 	s := ""
 	for _, v := range vs {
-		s += v.name + " <-"
+		s += v.name
+		if v.kind == "map" {
+			s += [...]string{"(flatmap)", "(mapstream)", "(batchmap)"}[v.form]
+		}
+		s += " <-"
 		for _, e := range v.ins {
 			s += fmt.Sprintf(" %s[%s]", vs[e.from].name, e.when)
 		}
@@ -226,15 +249,16 @@ func describe(vs []*dagVertex) string {
 }
 
 // TestRandomDAGsDeliverExactly runs random DAGs (fan-out, tag conditions,
-// joins, replicas and partitions above 1, small buffers) and checks that
+// joins, replicas and partitions above 1, small buffers; map vertices of
+// the three forms: flat map, map-stream, batch map) and checks that
 // every source message reaches exactly the sinks its tags allow, as often
 // as there are allowed paths, with no loss and no duplicate.
 func TestRandomDAGsDeliverExactly(t *testing.T) {
-	seeds := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	seeds := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 42))
-			vs := randomDAG(r, 2000)
+			vs := randomDAG(r, 5000)
 			t.Logf("dag: %s", describe(vs))
 			want := expected(vs)
 			p := build(fmt.Sprint("dag", seed), vs)
