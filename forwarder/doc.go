@@ -15,10 +15,13 @@
 // and backpressure reaches the sources with bounded memory.
 //
 // Commits are made by the reader goroutine only, because an isb consumer
-// allows one goroutine at a time: an ack that arrives while the reader waits
-// (for permits, or in Pull) interrupts the wait by cancelling its context,
-// which the isb contract makes harmless (a cancelled Pull delivers
-// nothing), and the reader commits at once.
+// allows one goroutine at a time. The reader commits the marked partitions
+// before each wait (for permits, or in Pull); an ack that leaves its
+// partition with nothing in flight also interrupts a wait in progress by
+// cancelling its context, which the isb contract makes harmless (a
+// cancelled Pull delivers nothing), so a drained partition is committed at
+// once and an upstream waiting for capacity, or the pipeline's drain, never
+// waits for an idle reader.
 //
 // Watermarks, and work-in-progress marking for storage with ack deadlines,
 // plug in through the small interfaces of hooks.go; nil hooks cost nothing.
