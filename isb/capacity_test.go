@@ -45,8 +45,8 @@ func TestGateFIFO(t *testing.T) {
 		t.Fatalf("admitted %d first, want 3", got)
 	}
 	g.release(3) // used 1: 1 fits (2), 2 fits (4)
-	if a, b := <-order, <-order; a+b != 3 || g.waiting() != 0 || g.used != 4 {
-		t.Fatalf("admitted %d and %d, %d queued, used %d; want 1 and 2, 0, 4", a, b, g.waiting(), g.used)
+	if a, b := <-order, <-order; a+b != 3 || g.waiting() != 0 || g.used() != 4 {
+		t.Fatalf("admitted %d and %d, %d queued, used %d; want 1 and 2, 0, 4", a, b, g.waiting(), g.used())
 	}
 }
 
@@ -66,20 +66,19 @@ func TestGateCancelRacingGrant(t *testing.T) {
 			// granted once it gets the lock, and must give it back.
 			cancel()
 		}
-		g.used = 0 // as release(2) would
-		g.grantLocked()
+		g.settleLocked(2) // as release(2) would
 		g.mu.Unlock()
 		cancel() // odd rounds: both cases of the select are ready
 		err := <-res
-		g.mu.Lock()
-		used := g.used
-		g.mu.Unlock()
+		used := g.used()
 		switch {
 		case err == nil && used == 2:
 			granted++
 		case errors.Is(err, context.Canceled) && used == 0:
 			cancelled++
-			g.used = 2
+			if ok, _ := g.tryAcquire(2); !ok {
+				t.Fatal("the given back capacity is not free")
+			}
 		default:
 			t.Fatalf("acquire = %v with used %d", err, used)
 		}
@@ -105,8 +104,8 @@ func TestGateCancelLetsNextIn(t *testing.T) {
 	if err := <-errSmall; err != nil {
 		t.Fatalf("next acquire = %v", err)
 	}
-	if g.used != 3 || g.waiting() != 0 {
-		t.Fatalf("used %d, %d queued; want 3, 0", g.used, g.waiting())
+	if g.used() != 3 || g.waiting() != 0 {
+		t.Fatalf("used %d, %d queued; want 3, 0", g.used(), g.waiting())
 	}
 }
 
@@ -125,7 +124,28 @@ func TestGateClose(t *testing.T) {
 	if ok, err := g.tryAcquire(1); ok || !errors.Is(err, ErrClosed) {
 		t.Fatalf("tryAcquire after close = %v, %v", ok, err)
 	}
-	if g.used != 1 {
-		t.Fatalf("used %d after close, want 1", g.used)
+	if g.used() != 1 {
+		t.Fatalf("used %d after close, want 1", g.used())
+	}
+}
+
+// TestGateLastWaiterCancelled: when the only queued request leaves, the
+// fast path works again (the queued state is cleared with the queue).
+func TestGateLastWaiterCancelled(t *testing.T) {
+	g := newGate(2, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	res := make(chan error, 1)
+	go func() { res <- g.acquire(ctx, 1) }()
+	waitQueued(t, g, 1)
+	cancel()
+	if err := <-res; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled acquire = %v", err)
+	}
+	g.release(1)
+	if ok, err := g.tryAcquire(1); !ok || err != nil {
+		t.Fatalf("tryAcquire with 1 free and nobody queued = %v, %v; want true", ok, err)
+	}
+	if g.used() != 2 || g.waiting() != 0 {
+		t.Fatalf("used %d, %d queued; want 2, 0", g.used(), g.waiting())
 	}
 }
