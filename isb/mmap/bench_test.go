@@ -61,7 +61,10 @@ func rawCodec(b *testing.B) codec.Codec[rec100] {
 // pair times two competitors interleaved in one loop, so the noise of a
 // shared machine hits both alike, and reports each one's time per record
 // and their ratio.
-type pair struct{ a, b time.Duration }
+type pair struct {
+	a, b         time.Duration
+	aName, bName string // "mmap" and "raw" unless set
+}
 
 func (p *pair) run(side *time.Duration, f func()) {
 	t := time.Now()
@@ -69,11 +72,14 @@ func (p *pair) run(side *time.Duration, f func()) {
 	*side += time.Since(t)
 }
 
-func (p *pair) report(b *testing.B, records int) {
+func (p *pair) report(b *testing.B, records int, unit string) {
+	if p.aName == "" {
+		p.aName, p.bName = "mmap", "raw"
+	}
 	n := float64(b.N) * float64(records)
-	b.ReportMetric(float64(p.a.Nanoseconds())/n, "mmap-ns/rec")
-	b.ReportMetric(float64(p.b.Nanoseconds())/n, "raw-ns/rec")
-	b.ReportMetric(float64(p.a)/float64(p.b), "mmap/raw")
+	b.ReportMetric(float64(p.a.Nanoseconds())/n, p.aName+"-ns/"+unit)
+	b.ReportMetric(float64(p.b.Nanoseconds())/n, p.bName+"-ns/"+unit)
+	b.ReportMetric(float64(p.a)/float64(p.b), p.aName+"/"+p.bName)
 }
 
 // BenchmarkProduce appends one record per call to the log and, beside it
@@ -139,7 +145,7 @@ func BenchmarkProduce(b *testing.B) {
 			b.StopTimer()
 			close(stop)
 			wg.Wait()
-			p.report(b, 1)
+			p.report(b, 1, "rec")
 		})
 	}
 }
@@ -201,57 +207,79 @@ func BenchmarkConsume(b *testing.B) {
 		})
 	}
 	b.StopTimer()
-	p.report(b, 100)
+	p.report(b, 100, "rec")
 }
 
-// BenchmarkOpen opens (and closes) a topic retaining 1 MiB beside one
-// retaining 1 GiB, both with the default 256 MiB segments. The 1 GiB
-// fixture is built once per run.
+// BenchmarkOpen opens (and closes) a topic retaining 1 GiB and, beside it
+// in the same loop, one retaining 1 MiB, both with the default 256 MiB
+// segments, after a clean Close and after a crash. The fixtures are built
+// once per run.
 func BenchmarkOpen(b *testing.B) {
-	sizes := []struct {
-		name  string
-		bytes int64
-	}{{"1MiB", 1 << 20}, {"1GiB", 1 << 30}}
-	root := b.TempDir()
+	if testing.Short() {
+		b.Skip("builds a 1 GiB fixture: skipped with -short")
+	}
 	type big [4096 - recordOverhead]byte
 	c, err := codec.Raw[big]()
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, s := range sizes {
-		b.Run(s.name, func(b *testing.B) {
-			if s.bytes > 1<<20 && testing.Short() {
-				b.Skip("1 GiB fixture: skipped with -short")
+	root := b.TempDir()
+	build := func(name string, bytes int64) string {
+		dir := filepath.Join(root, name)
+		be := newBench(b, dir, c, Flush(Interval(time.Second)))
+		batch := make([]big, 256) // 1 MiB per append
+		for range bytes >> 20 {
+			if _, err := be.Partition(0).Append(batch); err != nil {
+				b.Fatal(err)
 			}
-			dir := filepath.Join(root, s.name)
-			if _, err := os.Stat(dir); err != nil {
-				be := newBench(b, dir, c, Flush(Interval(time.Second)))
-				batch := make([]big, 256) // 1 MiB per append
-				for range s.bytes >> 20 {
-					if _, err := be.Partition(0).Append(batch); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if err := be.Close(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ResetTimer()
+		}
+		if err := be.Close(); err != nil {
+			b.Fatal(err)
+		}
+		return dir
+	}
+	large, small := build("1GiB", 1<<30), build("1MiB", 1<<20)
+	reopen := func(dir string, want int64) {
+		be, err := New[big](dir, WithCodec(c))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := be.Open("bench", 1); err != nil {
+			b.Fatal(err)
+		}
+		if got := be.Partition(0).Tail(); got != want {
+			b.Fatalf("tail %d, want %d", got, want)
+		}
+		if err := be.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// crash marks the producer checkpoint as written by a running
+	// process, so the open does the crash recovery work (cut the tail,
+	// rewrite the checkpoint).
+	crash := func(dir string) {
+		path := filepath.Join(dir, "bench", partitionDirName(0), producerFile)
+		v, err := readCheckpoint(path, kindProducer)
+		if err != nil {
+			b.Fatal(err)
+		}
+		v[4] = 0
+		if err := os.WriteFile(path, encodeCheckpoint(kindProducer, v), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, crashed := range []bool{false, true} {
+		b.Run(map[bool]string{false: "clean", true: "crashed"}[crashed], func(b *testing.B) {
+			p := pair{aName: "1GiB", bName: "1MiB"}
 			for range b.N {
-				be, err := New[big](dir, WithCodec(c))
-				if err != nil {
-					b.Fatal(err)
+				if crashed {
+					crash(large)
+					crash(small)
 				}
-				if err := be.Open("bench", 1); err != nil {
-					b.Fatal(err)
-				}
-				if got := be.Partition(0).Tail(); got != s.bytes>>12 {
-					b.Fatalf("tail %d, want %d", got, s.bytes>>12)
-				}
-				if err := be.Close(); err != nil {
-					b.Fatal(err)
-				}
+				p.run(&p.a, func() { reopen(large, 1<<30>>12) })
+				p.run(&p.b, func() { reopen(small, 1<<20>>12) })
 			}
+			p.report(b, 1, "open")
 		})
 	}
 }

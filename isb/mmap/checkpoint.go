@@ -16,7 +16,7 @@ import (
 
 const (
 	checkpointMagic uint32 = 0x434C4E52 // "RNLC"
-	checkpointSize         = 48
+	checkpointSize         = 56
 	tmpSuffix              = ".tmp"
 
 	producerFile = "producer.offset"
@@ -45,11 +45,12 @@ func (k checkpointKind) String() string {
 	return fmt.Sprintf("kind %d", uint32(k))
 }
 
-// checkpoint holds up to four values; their meaning depends on the kind:
+// checkpoint holds up to five values; their meaning depends on the kind:
 // producer: tail, first offset of the tail's segment, byte position of the
 // tail in it, byte position of the record before the tail (-1 when the
-// segment is empty). earliest and consumer: one offset.
-type checkpoint [4]int64
+// segment is empty), and 1 when Close wrote it (nothing was written past
+// the tail since). earliest and consumer: one offset.
+type checkpoint [5]int64
 
 func encodeCheckpoint(kind checkpointKind, v checkpoint) []byte {
 	b := make([]byte, checkpointSize)
@@ -58,7 +59,7 @@ func encodeCheckpoint(kind checkpointKind, v checkpoint) []byte {
 	for i, x := range v {
 		binary.LittleEndian.PutUint64(b[8+8*i:], uint64(x))
 	}
-	binary.LittleEndian.PutUint32(b[40:], crc32.Checksum(b[:40], castagnoli))
+	binary.LittleEndian.PutUint32(b[48:], crc32.Checksum(b[:48], castagnoli))
 	return b
 }
 
@@ -73,7 +74,7 @@ func decodeCheckpoint(b []byte, kind checkpointKind) (checkpoint, string) {
 	if k := checkpointKind(binary.LittleEndian.Uint32(b[4:])); k != kind {
 		return v, fmt.Sprintf("holds a %v checkpoint, want %v", k, kind)
 	}
-	if got, want := crc32.Checksum(b[:40], castagnoli), binary.LittleEndian.Uint32(b[40:]); got != want {
+	if got, want := crc32.Checksum(b[:48], castagnoli), binary.LittleEndian.Uint32(b[48:]); got != want {
 		return v, fmt.Sprintf("crc32c %#x, stored %#x", got, want)
 	}
 	for i := range v {

@@ -22,10 +22,12 @@
 //
 // # Segment
 //
-// A segment is preallocated (fallocate, or ftruncate where the file system
-// cannot allocate; never by writing zeros), mapped shared, and advised
-// MADV_RANDOM so that msync writes back only the dirty pages. All integers
-// are little-endian.
+// A segment is preallocated to its full size with ftruncate (a hole: it is
+// never filled with zeros, which would make every msync write back far more
+// than the new records), mapped shared, and advised MADV_RANDOM so that
+// msync writes back only the dirty pages. A write into the hole on a full
+// disk faults; the fault is caught and fails the partition with an error
+// instead of killing the process. All integers are little-endian.
 //
 //	0                 32                                          size
 //	+-----------------+--------+--------+-----+--------+-------------+
@@ -62,15 +64,16 @@
 // Each checkpoint file is replaced atomically (write a temporary file,
 // fsync, rename, fsync the directory):
 //
-//	+--------+----------+----------+----------+----------+----------+---------+------+
-//	| "RNLC" | kind u32 | v0 int64 | v1 int64 | v2 int64 | v3 int64 | crc32c  | pad  |
-//	|        | 1,2,3    |          |          |          |          | of 0:40 |      |
-//	+--------+----------+----------+----------+----------+----------+---------+------+
-//	 0        4          8          16         24         32         40        44   48
+//	+--------+----------+----------+----------+----------+----------+----------+---------+-----+
+//	| "RNLC" | kind u32 | v0 int64 | v1 int64 | v2 int64 | v3 int64 | v4 int64 | crc32c  | pad |
+//	|        | 1,2,3    |          |          |          |          |          | of 0:48 |     |
+//	+--------+----------+----------+----------+----------+----------+----------+---------+-----+
+//	 0        4          8          16         24         32         40         48        52   56
 //
 //	kind 1 producer.offset: v0 tail offset, v1 first offset of its segment,
 //	                        v2 byte position of the tail there, v3 byte
-//	                        position of the record before it (-1: none)
+//	                        position of the record before it (-1: none),
+//	                        v4 1 if written by Close (clean), else 0
 //	kind 2 earliest.offset: v0 first retained offset
 //	kind 3 consumer.offset: v0 the group's commit (everything below is done)
 //
@@ -91,7 +94,9 @@
 // the producer checkpoint, then scans forward from it over records flushed
 // after it. The first invalid record ends the log: a torn or partial tail
 // is cut off (the file is truncated there and extended again) and
-// overwritten by the next append. Open never reads the retained log, so it
+// overwritten by the next append. A topic closed cleanly (Close marks the
+// producer checkpoint, the first append after open clears the mark) is
+// opened without writing anything. Open never reads the retained log, so it
 // takes the same time for a megabyte or a terabyte. Damage that cannot be a
 // crash's torn tail is a *CorruptError (matching isb.ErrCorrupt) naming the
 // file: a corrupt, ahead-of-log or off-boundary checkpoint, a missing
@@ -108,5 +113,5 @@
 // remain; earliest.offset is moved and flushed before the file is deleted.
 // Bounded capacity (isb.Capacity) works as in memory mode.
 //
-// The package is Linux only (fallocate, flock, msync).
+// The package is Linux only (flock, msync, madvise).
 package mmap

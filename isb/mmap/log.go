@@ -58,7 +58,12 @@ type partition[T any] struct {
 	flushMu sync.Mutex
 	durable writePos // flushed to disk
 	ckpt    writePos // last producer checkpoint written
-	failed  error    // sticky: an I/O error left durability unknown
+	// clean: the producer checkpoint on disk says nothing was written
+	// past it (Close wrote it, or Open found it so). The first Append
+	// clears it on disk before it writes, so that recovery knows when to
+	// cut off what may lie past the tail.
+	clean  atomic.Bool
+	failed error // sticky: an I/O error left durability unknown
 
 	// commitMu guards commits and serializes consumer checkpoint writes.
 	commitMu sync.Mutex
@@ -111,6 +116,14 @@ func (p *partition[T]) Append(items []T) (int64, error) {
 		}
 		pos += end - start
 		start = end
+	}
+	if p.clean.Load() {
+		if err := p.markDirty(); err != nil {
+			for _, s := range fresh {
+				s.discard()
+			}
+			return 0, err
+		}
 	}
 	locked := len(fresh) > 0
 	if locked {
@@ -217,7 +230,7 @@ func (p *partition[T]) rolloverLocked(cur *writePos, s *segment, next int64) err
 	p.segMu.Unlock()
 	*cur = writePos{seg: s, pos: segmentHeaderSize, last: -1, tail: next}
 	p.durable = *cur
-	return p.checkpointProducerLocked()
+	return p.checkpointProducerLocked(false)
 }
 
 // durablePosIn is where unflushed bytes of seg start.
@@ -244,7 +257,7 @@ func (p *partition[T]) flushLocked() error {
 	}
 	p.durable = *st
 	if p.ckpt.seg != st.seg || st.pos-p.ckpt.pos >= producerCheckpointEvery {
-		return p.checkpointProducerLocked()
+		return p.checkpointProducerLocked(false)
 	}
 	return nil
 }
@@ -257,14 +270,30 @@ func (p *partition[T]) flush() error {
 }
 
 // checkpointProducerLocked records the durable position in producer.offset.
-func (p *partition[T]) checkpointProducerLocked() error {
+func (p *partition[T]) checkpointProducerLocked(clean bool) error {
 	d := p.durable
+	var flag int64
+	if clean {
+		flag = 1
+	}
 	if err := writeCheckpoint(filepath.Join(p.dir, producerFile), kindProducer,
-		checkpoint{d.tail, d.seg.first, int64(d.pos), int64(d.last)}); err != nil {
+		checkpoint{d.tail, d.seg.first, int64(d.pos), int64(d.last), flag}); err != nil {
 		return p.failLocked(err)
 	}
 	p.ckpt = d
+	p.clean.Store(clean)
 	return nil
+}
+
+// markDirty clears the clean mark of the producer checkpoint before the
+// first write after a clean open.
+func (p *partition[T]) markDirty() error {
+	p.flushMu.Lock()
+	defer p.flushMu.Unlock()
+	if !p.clean.Load() {
+		return nil
+	}
+	return p.checkpointProducerLocked(false)
 }
 
 // failLocked makes err sticky: after a failed msync or checkpoint nobody
@@ -469,8 +498,8 @@ func (p *partition[T]) close() error {
 	p.closed = true
 	p.flushMu.Lock()
 	err := p.flushLocked()
-	if err == nil && p.ckpt != p.durable {
-		err = p.checkpointProducerLocked()
+	if err == nil && (p.ckpt != p.durable || !p.clean.Load()) {
+		err = p.checkpointProducerLocked(true)
 	}
 	p.flushMu.Unlock()
 	p.segMu.Lock()

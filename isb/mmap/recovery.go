@@ -56,7 +56,7 @@ func (b *Backend[T]) createPartition(dir string) error {
 		err = writeCheckpoint(filepath.Join(tmp, earliestFile), kindEarliest, checkpoint{0})
 	}
 	if err == nil {
-		err = writeCheckpoint(filepath.Join(tmp, producerFile), kindProducer, checkpoint{0, 0, segmentHeaderSize, -1})
+		err = writeCheckpoint(filepath.Join(tmp, producerFile), kindProducer, checkpoint{0, 0, segmentHeaderSize, -1, 1})
 	}
 	if err == nil {
 		err = syncDir(filepath.Join(tmp, offsetsDir))
@@ -95,23 +95,30 @@ func (p *partition[T]) recover() error {
 				"missing segment: %s ends before offset %d but the next segment file starts at %d", filepath.Base(s.path), s.next, nextFirst)
 		}
 	}
-	cur, err := p.checkProducerCheckpoint(head)
+	cur, clean, err := p.checkProducerCheckpoint(head)
 	if err != nil {
 		return err
 	}
+	ckptTail := cur.tail
 	if err := p.scanForward(&cur); err != nil {
-		return err
-	}
-	if err := p.resetTail(cur); err != nil {
 		return err
 	}
 	p.head.Store(head)
 	p.tail.Store(cur.tail)
 	p.pub.Store(&cur)
 	p.durable, p.ckpt = cur, cur
-	// Store the recovered tail so the next open scans nothing.
-	if err := p.checkpointProducerLocked(); err != nil {
-		return err
+	if clean && cur.tail == ckptTail {
+		// Closed cleanly: nothing lies past the tail, and opening
+		// writes nothing.
+		p.clean.Store(true)
+	} else {
+		if err := p.resetTail(cur); err != nil {
+			return err
+		}
+		// Store the recovered tail so the next open scans nothing.
+		if err := p.checkpointProducerLocked(false); err != nil {
+			return err
+		}
 	}
 	return p.recoverCommits(head, cur.tail)
 }
@@ -170,46 +177,49 @@ func (p *partition[T]) recoverFiles() (int64, []int64, error) {
 // without scanning: the segment it names must exist and, unless the
 // position is the segment's start, the record just before the position
 // must be intact and hold the offset before the tail.
-func (p *partition[T]) checkProducerCheckpoint(head int64) (writePos, error) {
+func (p *partition[T]) checkProducerCheckpoint(head int64) (_ writePos, clean bool, _ error) {
 	path := filepath.Join(p.dir, producerFile)
 	v, err := readCheckpoint(path, kindProducer)
 	if errors.Is(err, fs.ErrNotExist) {
-		return writePos{}, corrupt(path, -1, "missing")
+		return writePos{}, false, corrupt(path, -1, "missing")
 	}
 	if err != nil {
-		return writePos{}, err
+		return writePos{}, false, err
 	}
-	tail, segFirst, pos, last := v[0], v[1], v[2], v[3]
+	tail, segFirst, pos, last, flags := v[0], v[1], v[2], v[3], v[4]
 	i := slices.IndexFunc(p.segs, func(s *segment) bool { return s.first == segFirst })
 	if i < 0 {
-		return writePos{}, corrupt(path, -1, "ahead of the log: names segment %s, which does not exist", segmentFileName(segFirst))
+		return writePos{}, false, corrupt(path, -1, "ahead of the log: names segment %s, which does not exist", segmentFileName(segFirst))
 	}
 	s := p.segs[i]
+	if err := s.ensureMapped(); err != nil {
+		return writePos{}, false, err
+	}
 	switch {
 	case tail < head || tail < segFirst || (s.next != unsealed && tail > s.next):
-		return writePos{}, corrupt(path, -1, "tail %d lies outside segment %s (log retained from %d)", tail, filepath.Base(s.path), head)
-	case pos < segmentHeaderSize || pos > int64(len(s.data)):
-		return writePos{}, corrupt(path, -1, "byte position %d lies outside segment %s of %d bytes", pos, filepath.Base(s.path), len(s.data))
+		return writePos{}, false, corrupt(path, -1, "tail %d lies outside segment %s (log retained from %d)", tail, filepath.Base(s.path), head)
+	case pos < segmentHeaderSize || pos > int64(s.size):
+		return writePos{}, false, corrupt(path, -1, "byte position %d lies outside segment %s of %d bytes", pos, filepath.Base(s.path), s.size)
 	case tail == segFirst:
 		if pos != segmentHeaderSize || last != -1 {
-			return writePos{}, corrupt(path, -1, "off a record boundary: tail %d starts segment %s but position is %d", tail, filepath.Base(s.path), pos)
+			return writePos{}, false, corrupt(path, -1, "off a record boundary: tail %d starts segment %s but position is %d", tail, filepath.Base(s.path), pos)
 		}
 	default:
 		if last < segmentHeaderSize || last >= pos {
-			return writePos{}, corrupt(path, -1, "off a record boundary: last record at %d, tail position %d", last, pos)
+			return writePos{}, false, corrupt(path, -1, "off a record boundary: last record at %d, tail position %d", last, pos)
 		}
 		_, next, _, reason := decodeRecord(s.data, int(last), tail-1)
 		if reason != "" {
-			return writePos{}, corrupt(path, -1, "ahead of the log or off a record boundary: the record before tail %d at byte %d of %s: %s", tail, last, filepath.Base(s.path), reason)
+			return writePos{}, false, corrupt(path, -1, "ahead of the log or off a record boundary: the record before tail %d at byte %d of %s: %s", tail, last, filepath.Base(s.path), reason)
 		}
 		if int64(next) != pos {
-			return writePos{}, corrupt(path, -1, "off a record boundary: the record at byte %d of %s ends at %d, not at %d", last, filepath.Base(s.path), next, pos)
+			return writePos{}, false, corrupt(path, -1, "off a record boundary: the record at byte %d of %s ends at %d, not at %d", last, filepath.Base(s.path), next, pos)
 		}
 	}
 	// Everything below the checkpointed tail is indexed lazily; what the
 	// scan finds from here on is indexed as it goes.
 	s.eagerFirst = tail
-	return writePos{seg: s, pos: int(pos), last: int(last), tail: tail}, nil
+	return writePos{seg: s, pos: int(pos), last: int(last), tail: tail}, flags == 1, nil
 }
 
 // scanForward advances cur over the intact records after the producer
@@ -250,6 +260,9 @@ func (p *partition[T]) scanForward(cur *writePos) error {
 			p.segs = append(p.segs, n)
 		}
 		n := p.segs[i+1]
+		if err := n.ensureMapped(); err != nil {
+			return err
+		}
 		*cur = writePos{seg: n, pos: segmentHeaderSize, last: -1, tail: n.first}
 		n.eagerFirst = n.first
 	}
@@ -266,7 +279,7 @@ func (p *partition[T]) resetTail(cur writePos) error {
 		return fmt.Errorf("mmap: reset tail: %w", err)
 	}
 	defer f.Close()
-	size := int64(len(cur.seg.data))
+	size := int64(cur.seg.size)
 	err = f.Truncate(int64(cur.pos))
 	if err == nil {
 		err = preallocate(f, int64(cur.pos), size-int64(cur.pos))

@@ -14,7 +14,12 @@ import (
 type segment struct {
 	first int64
 	path  string
-	data  []byte // the whole file, mapped shared read-write
+	size  int // bytes in the file
+	// data maps the whole file shared read-write. A sealed segment found
+	// by Open is mapped on its first read (under mu), so that opening
+	// costs one header read per segment; the active segment is mapped
+	// before it is published and stays mapped.
+	data []byte
 
 	// next is the offset after the last record once sealed (unsealed
 	// while active). Written by the appender under the partition's
@@ -67,7 +72,7 @@ func createSegment(dir string, first, size int64) (*segment, error) {
 	if err != nil {
 		return fail(err)
 	}
-	return &segment{first: first, path: path, data: data, next: unsealed, eagerFirst: first, lazyEnd: segmentHeaderSize}, nil
+	return &segment{first: first, path: path, size: int(size), data: data, next: unsealed, eagerFirst: first, lazyEnd: segmentHeaderSize}, nil
 }
 
 // publish renames a created segment to its final name and makes the name
@@ -85,9 +90,10 @@ func (s *segment) discard() {
 	os.Remove(s.path + tmpSuffix)
 }
 
-// openSegment maps an existing segment file and checks its header.
+// openSegment checks the header of an existing segment file; it maps the
+// file only on first use (ensureMapped).
 func openSegment(path string, first int64) (*segment, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("mmap: open segment: %w", err)
 	}
@@ -99,16 +105,15 @@ func openSegment(path string, first int64) (*segment, error) {
 	if st.Size() < MinSegmentSize || st.Size() > MaxSegmentSize {
 		return nil, corrupt(path, -1, "file size %d is outside [%d, %d]", st.Size(), MinSegmentSize, int64(MaxSegmentSize))
 	}
-	data, err := mapFile(f, st.Size())
-	if err != nil {
-		return nil, fmt.Errorf("mmap: open segment %s: %w", path, err)
+	var hdr [segmentHeaderSize]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		return nil, fmt.Errorf("mmap: read segment header of %s: %w", path, err)
 	}
-	h, reason := decodeSegmentHeader(data)
+	h, reason := decodeSegmentHeader(hdr[:])
 	if reason == "" && h.first != first {
 		reason = fmt.Sprintf("header says the segment starts at offset %d, its name says %d", h.first, first)
 	}
 	if reason != "" {
-		unix.Munmap(data)
 		return nil, corrupt(path, 0, "%s", reason)
 	}
 	// The index of a recovered segment is built on demand by readers;
@@ -117,7 +122,26 @@ func openSegment(path string, first int64) (*segment, error) {
 	if h.next == unsealed {
 		eagerFirst = first
 	}
-	return &segment{first: first, path: path, data: data, next: h.next, eagerFirst: eagerFirst, lazyEnd: segmentHeaderSize}, nil
+	return &segment{first: first, path: path, size: int(st.Size()), next: h.next, eagerFirst: eagerFirst, lazyEnd: segmentHeaderSize}, nil
+}
+
+// ensureMapped maps the segment if it is not yet. Readers call it under
+// s.mu; recovery before the partition is shared.
+func (s *segment) ensureMapped() error {
+	if s.data != nil {
+		return nil
+	}
+	f, err := os.OpenFile(s.path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("mmap: map segment: %w", err)
+	}
+	defer f.Close()
+	data, err := mapFile(f, int64(s.size))
+	if err != nil {
+		return fmt.Errorf("mmap: map segment %s: %w", s.path, err)
+	}
+	s.data = data
+	return nil
 }
 
 // mapFile maps size bytes of f shared and read-write. MADV_RANDOM stops
@@ -220,6 +244,9 @@ func (s *segment) truncatePositions(end int64) {
 func (s *segment) position(offset int64) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.ensureMapped(); err != nil {
+		return 0, err
+	}
 	if offset >= s.eagerFirst {
 		i := offset - s.eagerFirst
 		if i >= int64(len(s.eager)) {
