@@ -101,7 +101,7 @@ func (p *Producer[T]) route(item T) (int, error) {
 		if n == 1 {
 			return 0, nil // no shared counter to contend on
 		}
-		return int((p.seq.Add(1) - 1) % uint64(n)), nil
+		return p.topic.roundRobin(p.seq.Add(1) - 1), nil
 	}
 	return p.topic.checkRoute(p.router.Route(item, n, p.seq.Add(1)-1))
 }
@@ -114,7 +114,7 @@ func (p *Producer[T]) routeBatch(items []T, s *batchScratch[T]) (routes, error) 
 		if n == 1 {
 			return routes{}, nil
 		}
-		return routes{rr: int((p.seq.Add(k) - k) % uint64(n))}, nil
+		return routes{rr: p.topic.roundRobin(p.seq.Add(k) - k)}, nil
 	}
 	seq := p.seq.Add(k) - k
 	idx := s.index(len(items))
@@ -126,6 +126,16 @@ func (p *Producer[T]) routeBatch(items []T, s *batchScratch[T]) (routes, error) 
 		idx[i] = int32(part)
 	}
 	return routes{idx: idx}, nil
+}
+
+// roundRobin returns seq mod the partition count, with a mask instead of
+// a division when the count is a power of two (the common case of one
+// partition per core).
+func (t *Topic[T]) roundRobin(seq uint64) int {
+	if t.rrMask != 0 {
+		return int(seq & t.rrMask)
+	}
+	return int(seq % uint64(len(t.parts)))
 }
 
 // checkRoute guards against a Router implementation outside this package

@@ -17,6 +17,7 @@ type Topic[T any] struct {
 	parts   []*partition[T]
 	gate    *gate // nil when unbounded: producers then skip capacity entirely
 	sig     *signal
+	rrMask  uint64 // partitions-1 when that is a power of two above 1, else 0
 	closed  atomic.Bool
 	done    chan struct{} // closed by Close: wakes blocked Pulls
 	scratch sync.Pool     // *batchScratch[T], per-item routing of batches
@@ -79,6 +80,9 @@ func NewTopic[T any](name string, backend Backend[T], opts ...TopicOption) (*Top
 		done:    make(chan struct{}),
 	}
 	t.scratch.New = func() any { return new(batchScratch[T]) }
+	if n := cfg.partitions; n > 1 && n&(n-1) == 0 {
+		t.rrMask = uint64(n - 1)
+	}
 	for p := range t.parts {
 		t.parts[p] = &partition[T]{log: backend.Partition(p)}
 	}

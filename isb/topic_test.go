@@ -239,3 +239,37 @@ func TestBatchRoutingKeepsOrder(t *testing.T) {
 		cons.Close()
 	}
 }
+
+// TestRoundRobinSingleItems: one goroutine's items go to partition i mod n,
+// with partition counts that are and are not powers of two.
+func TestRoundRobinSingleItems(t *testing.T) {
+	ctx := context.Background()
+	for _, n := range []int{1, 2, 3, 4, 5, 8} {
+		tp := newTopic[int](t, "rr", isb.Partitions(n))
+		pr := tp.Producer(isb.RoundRobin[int]())
+		for i := range 4 * n {
+			if err := pr.Produce(ctx, i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, err := tp.PullConsumer("g", isb.BatchSize(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range n {
+			b, err := c.Pull(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(b.Items) != 4 {
+				t.Fatalf("%d partitions: partition %d holds %v, want 4 items", n, b.Partition, b.Items)
+			}
+			for _, v := range b.Items {
+				if v%n != b.Partition {
+					t.Fatalf("%d partitions: item %d in partition %d", n, v, b.Partition)
+				}
+			}
+		}
+		c.Close()
+	}
+}
