@@ -57,7 +57,10 @@ const (
 // the buffer is drained) or hard ends (the pipeline is failing). stop must
 // be derived from hard. It returns after every goroutine it started has
 // ended and every message is acked or nacked.
-func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode chunking, newHandler func(r *reader[T]) handler[T]) error {
+//
+// out, when not nil, returns the replica's writer once the handlers are
+// made; its idle loop runs when the publisher hook is an IdlePublisher.
+func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode chunking, out func() idler, newHandler func(r *reader[T]) handler[T]) error {
 	o := cfg.Options
 	r := newReader(in.Consumer, in.Partitions, o.BatchSize, o.MaxInFlight, cfg.Counters, cfg.Hooks.Fetcher, cfg.OnCommit)
 	workers := o.Concurrency
@@ -96,6 +99,14 @@ func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode
 	}
 	wipCtx, stopWIP := context.WithCancel(hard)
 	var wipWG sync.WaitGroup
+	// The idle loops (and the WIP loop) run until the replica has drained.
+	if f, ok := cfg.Hooks.Fetcher.(IdleFetcher); ok {
+		wipWG.Go(func() { r.idleLoop(wipCtx, f, cfg.Hooks.idleInterval(), in.Consumer.Assigned()) })
+	}
+	if ip, ok := cfg.Hooks.Publisher.(IdlePublisher); ok && out != nil {
+		w := out()
+		wipWG.Go(func() { w.idleLoop(wipCtx, ip, cfg.Hooks.idleInterval(), failWith(cfg)) })
+	}
 	if cfg.Hooks.WIP != nil {
 		every := cfg.Hooks.WIPInterval
 		if every <= 0 {
@@ -177,6 +188,20 @@ func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode
 		return asProcessError(cfg, derr)
 	}
 	return nil
+}
+
+// idler is a Writer of any element type, as runReplica runs its idle loop.
+type idler interface {
+	idleLoop(ctx context.Context, idle IdlePublisher, every time.Duration, fail func(error))
+}
+
+// failWith returns the function that fails the pipeline with an error of
+// the replica (nil when cfg has no Fail).
+func failWith(cfg Config) func(error) {
+	if cfg.Fail == nil {
+		return nil
+	}
+	return func(err error) { cfg.Fail(asProcessError(cfg, err)) }
 }
 
 // asProcessError names the vertex and replica in err unless it already does.

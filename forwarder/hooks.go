@@ -18,11 +18,9 @@ type WatermarkFetcher interface {
 // own; the writer calls it from several goroutines (the workers).
 type WatermarkPublisher interface {
 	// Publish is called after items were written to partition of the input
-	// buffer of vertex to. offset is the partition's last offset after the
-	// write (see Edge.Tail): at least the last offset this replica wrote,
-	// more when other writers appended meanwhile, which only makes the
-	// fetched watermark of the messages in between more conservative; -1
-	// when the storage cannot tell. wm is the replica's
+	// buffer of vertex to. offset is the offset of the last item this write
+	// stored (the isb reports it, so writers appending concurrently do not
+	// blur it). wm is the replica's
 	// watermark: the lowest watermark of its in-flight messages, or the
 	// newest watermark it has read when nothing is in flight (for a
 	// source: what its SourceWatermarker returned).
@@ -37,6 +35,40 @@ type SourceWatermarker interface {
 	// time. It returns the source watermark; messages whose event time is
 	// below it are marked Late.
 	Observe(partition int, minEventTime time.Time) time.Time
+}
+
+// IdleFetcher is implemented by a WatermarkFetcher that can advance on
+// reads that return nothing (watermark.Fetcher does). Without it, a
+// partition that receives nothing holds the watermark of its reader.
+type IdleFetcher interface {
+	// FetchIdle is called for a partition that delivered nothing for one
+	// Hooks.IdleInterval; next is the next offset the reader will read. It
+	// returns the vertex watermark.
+	FetchIdle(partition int, next int64) time.Time
+}
+
+// IdleSource is implemented by a SourceWatermarker that advances the
+// watermark of a source partition with no data (watermark.Source does).
+type IdleSource interface {
+	// IdleAdvance is called when a read of the source partition (the
+	// replica index) returned nothing. It returns the advanced watermark
+	// and true when the watermark moved.
+	IdleAdvance(partition int) (time.Time, bool)
+}
+
+// ControlWriter writes one control message (tagged ControlTag) to
+// partition of the edge to vertex to and returns its offset: what
+// Writer.WriteControl does.
+type ControlWriter func(ctx context.Context, to string, partition int) (int64, error)
+
+// IdlePublisher is implemented by a WatermarkPublisher that marks the
+// output partitions a replica stopped writing to as idle, so that their
+// readers' watermark does not wait for data that is not coming.
+type IdlePublisher interface {
+	// Idle is called every Hooks.IdleInterval from one goroutine of the
+	// replica. wm is the replica's watermark (as for Publish); write writes
+	// the control message an idle partition gets before its idle WMBs.
+	Idle(ctx context.Context, wm time.Time, write ControlWriter) error
 }
 
 // WIPMarker tells storage with ack deadlines (JetStream) that in-flight
@@ -55,6 +87,21 @@ type Hooks struct {
 	Source      SourceWatermarker
 	WIP         WIPMarker
 	WIPInterval time.Duration // default 5s when WIP is set
+	// IdleInterval is how often the idle hooks run (IdleFetcher for quiet
+	// input partitions, IdlePublisher for quiet output partitions); default
+	// DefaultIdleInterval when the Fetcher or Publisher implements them.
+	IdleInterval time.Duration
+}
+
+// DefaultIdleInterval is the default Hooks.IdleInterval.
+const DefaultIdleInterval = 100 * time.Millisecond
+
+// idleInterval is h.IdleInterval or its default.
+func (h Hooks) idleInterval() time.Duration {
+	if h.IdleInterval > 0 {
+		return h.IdleInterval
+	}
+	return DefaultIdleInterval
 }
 
 // ControlTag marks a control message in a buffer (such as the watermark

@@ -38,7 +38,7 @@ func FromValueFunc[In, Out any](fn func(context.Context, In) (Out, error)) Appen
 // are written to edges. See runReplica for hard and stop.
 func RunMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn AppendFunc[In, Out]) error {
 	var w *Writer[Out]
-	return runReplica(hard, stop, cfg, in, modeOf(cfg), func(r *reader[In]) handler[In] {
+	return runReplica(hard, stop, cfg, in, modeOf(cfg), func() idler { return w }, func(r *reader[In]) handler[In] {
 		if w == nil {
 			w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, r.watermark)
 		}
@@ -78,7 +78,7 @@ func RunMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], e
 // nil. A retried call emits its outputs again.
 func RunMapStream[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn vertex.MapStreamFunc[In, Out]) error {
 	var w *Writer[Out]
-	return runReplica(hard, stop, cfg, in, modeOf(cfg), func(r *reader[In]) handler[In] {
+	return runReplica(hard, stop, cfg, in, modeOf(cfg), func() idler { return w }, func(r *reader[In]) handler[In] {
 		if w == nil {
 			w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, r.watermark)
 		}
@@ -114,7 +114,7 @@ func RunMapStream[In, Out any](hard, stop context.Context, cfg Config, in Input[
 // is dropped.
 func RunBatchMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn vertex.BatchMapFunc[In, Out]) error {
 	var w *Writer[Out]
-	return runReplica(hard, stop, cfg, in, chunkWhole, func(r *reader[In]) handler[In] {
+	return runReplica(hard, stop, cfg, in, chunkWhole, func() idler { return w }, func(r *reader[In]) handler[In] {
 		if w == nil {
 			w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, r.watermark)
 		}

@@ -146,9 +146,7 @@ func (r *reader[T]) take(b isb.Batch[vertex.Message[T]]) []inflight[T] {
 	}
 	buf.items = items
 	buf.left.Store(int64(len(items)))
-	if !newest.IsZero() && newest.UnixNano() > r.headWM.Load() {
-		r.headWM.Store(newest.UnixNano())
-	}
+	r.raiseHead(newest)
 	// Stored after the inserts, so a commit that finds nothing in flight
 	// and commits up to delivered never passes an untracked offset.
 	r.delivered[b.Partition].Store(b.End())
@@ -312,6 +310,51 @@ func (r *reader[T]) watermark() time.Time {
 		return time.Unix(0, ns)
 	}
 	return time.Time{}
+}
+
+// raiseHead raises the newest watermark read to wm (the reader and the idle
+// loop both raise it).
+func (r *reader[T]) raiseHead(wm time.Time) {
+	if wm.IsZero() {
+		return
+	}
+	ns := wm.UnixNano()
+	for {
+		old := r.headWM.Load()
+		if ns <= old || r.headWM.CompareAndSwap(old, ns) {
+			return
+		}
+	}
+}
+
+// idleLoop asks f every interval about each of partitions that delivered
+// nothing since the previous tick (an empty read), so that a quiet
+// partition, whose upstream publishes idle WMBs, advances the replica's
+// watermark. It runs until ctx ends.
+func (r *reader[T]) idleLoop(ctx context.Context, f IdleFetcher, every time.Duration, partitions []int) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last := make([]int64, len(partitions))
+	for i := range last {
+		last[i] = -1
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for i, p := range partitions {
+			// delivered is stored after the batch's fetches and inserts,
+			// so every offset below next has had its watermark fetched.
+			next := r.delivered[p].Load()
+			if next != last[i] {
+				last[i] = next
+				continue
+			}
+			r.raiseHead(f.FetchIdle(p, next))
+		}
+	}
 }
 
 // wipLoop reports the in-flight range of each partition every interval

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,7 +16,9 @@ import (
 // lateness), writes them to edges and then acks them to src when it is a
 // vertex.Acker. Writes and acks use hard, so a batch read before soft ended
 // is still delivered. The source partition the watermark hook sees is the
-// replica index.
+// replica index; a read that returns no message and no error is an idle
+// read (see IdleSource), so a source that can go quiet should return an
+// empty batch now and then rather than block until data comes.
 func RunSource[T any](soft, hard context.Context, cfg Config, src vertex.Source[T], edges []Edge[T]) error {
 	var wm atomic.Int64 // the source watermark, unix ns
 	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, func() time.Time {
@@ -33,6 +36,16 @@ func RunSource[T any](soft, hard context.Context, cfg Config, src vertex.Source[
 	}
 	fail := func(err error) error {
 		return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, Err: err}
+	}
+	idleSrc, _ := cfg.Hooks.Source.(IdleSource)
+	if ip, ok := cfg.Hooks.Publisher.(IdlePublisher); ok {
+		// Output partitions this replica stops writing to (the source went
+		// quiet, or round-robin skips them) get idle WMBs.
+		idleCtx, stopIdle := context.WithCancel(hard)
+		var idleWG sync.WaitGroup
+		idleWG.Go(func() { w.idleLoop(idleCtx, ip, cfg.Hooks.idleInterval(), failWith(cfg)) })
+		defer idleWG.Wait()
+		defer stopIdle()
 	}
 	for {
 		if soft.Err() != nil {
@@ -67,6 +80,12 @@ func RunSource[T any](soft, hard context.Context, cfg Config, src vertex.Source[
 		}
 		if err != nil { // io.EOF
 			return nil
+		}
+		if len(msgs) == 0 && idleSrc != nil {
+			// A read that found nothing: an idle source partition advances.
+			if adv, ok := idleSrc.IdleAdvance(cfg.Replica); ok {
+				raise(&wm, adv)
+			}
 		}
 	}
 }
@@ -104,7 +123,17 @@ func stamp[T any](msgs []vertex.Message[T], cfg Config, wm *atomic.Int64) {
 		msgs[i].Watermark = w
 		msgs[i].Late = msgs[i].EventTime.Before(w)
 	}
-	if !w.IsZero() {
-		wm.Store(w.UnixNano())
+	raise(wm, w)
+}
+
+// raise raises the source watermark wm (unix ns) to w; the idle loop reads
+// it concurrently.
+func raise(wm *atomic.Int64, w time.Time) {
+	if w.IsZero() {
+		return
+	}
+	ns := w.UnixNano()
+	if ns > wm.Load() {
+		wm.Store(ns) // only the source loop writes wm
 	}
 }

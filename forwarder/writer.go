@@ -23,13 +23,6 @@ type Edge[T any] struct {
 	// ByKey routes by a stable hash of the message keys; otherwise each
 	// write goes to the next partition in turn.
 	ByKey bool
-	// Tail, when set, returns the next offset of a partition of Topic
-	// (isb.Log.Tail): after a write, Tail-1 is the offset the watermark
-	// publisher is told. With other writers appending concurrently it may
-	// exceed this writer's last offset, which only makes the watermark of
-	// the messages in between more conservative (their watermark comes
-	// from the publisher's previous, lower, watermark). Nil reports -1.
-	Tail func(partition int) int64
 }
 
 // Writer writes a replica's outputs to its outgoing edges. It is safe for
@@ -44,7 +37,8 @@ type Writer[T any] struct {
 
 type edgeWriter[T any] struct {
 	Edge[T]
-	parts []*isb.Producer[vertex.Message[T]] // one per partition
+	prod  *isb.Producer[vertex.Message[T]] // appends to the partition the writer picks
+	parts int
 	byKey isb.Router[vertex.Message[T]]
 	next  atomic.Uint64 // round-robin position
 }
@@ -64,14 +58,11 @@ func NewWriter[T any](edges []Edge[T], counters *Counters, pub WatermarkPublishe
 		ew := &w.edges[i]
 		ew.Edge = e
 		w.anyCond = w.anyCond || e.When != nil
-		n := e.Topic.Partitions()
-		ew.parts = make([]*isb.Producer[vertex.Message[T]], n)
-		for p := range n {
-			// The writer routes itself, so that it knows which partitions it
-			// wrote (the watermark publisher needs them): each producer
-			// appends to one partition.
-			ew.parts[p] = e.Topic.Producer(isb.BySelector(func(vertex.Message[T], int) int { return p }))
-		}
+		// The writer routes itself and appends with ProduceTo, so that it
+		// knows which partitions it wrote and the offset of each write (the
+		// watermark publisher needs both).
+		ew.prod = e.Topic.Producer(nil)
+		ew.parts = e.Topic.Partitions()
 		if e.ByKey {
 			ew.byKey = isb.ByString(joinKeys[T])
 		}
@@ -165,7 +156,7 @@ func (w *Writer[T]) countUnrouted(msgs []vertex.Message[T]) int {
 }
 
 func (w *Writer[T]) writeEdge(ctx context.Context, e *edgeWriter[T], sel []vertex.Message[T], buf *WriteBuffer[T]) error {
-	n := len(e.parts)
+	n := e.parts
 	if e.byKey == nil || n == 1 {
 		p := 0
 		if n > 1 {
@@ -201,29 +192,30 @@ func (w *Writer[T]) writeEdge(ctx context.Context, e *edgeWriter[T], sel []verte
 // produce appends items to partition p of e, waiting for room or
 // discarding what does not fit, as e.Full says.
 func (w *Writer[T]) produce(ctx context.Context, e *edgeWriter[T], p int, items []vertex.Message[T]) error {
-	prod := e.parts[p]
 	written := len(items)
+	last, ok, err := int64(-1), true, error(nil)
 	if e.Full == vertex.DiscardLatest {
-		ok, err := prod.TryProduceBatch(ctx, items)
+		last, ok, err = e.prod.TryProduceTo(ctx, p, items)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			// Keep what fits, in order, and discard the latest rest.
 			written = 0
-			for _, it := range items {
-				ok, err := prod.TryProduce(ctx, it)
+			for k := range items {
+				l, ok, err := e.prod.TryProduceTo(ctx, p, items[k:k+1])
 				if err != nil {
 					return err
 				}
 				if !ok {
 					break
 				}
+				last = l
 				written++
 			}
 			w.counters.dropped.Add(int64(len(items) - written))
 		}
-	} else if err := prod.ProduceBatch(ctx, items); err != nil {
+	} else if last, err = e.prod.ProduceTo(ctx, p, items); err != nil {
 		return err
 	}
 	w.counters.written.Add(int64(written))
@@ -232,37 +224,53 @@ func (w *Writer[T]) produce(ctx context.Context, e *edgeWriter[T], p int, items 
 		if w.wm != nil {
 			wm = w.wm()
 		}
-		w.pub.Publish(e.To, p, lastOffset(e, p), wm)
+		w.pub.Publish(e.To, p, last, wm)
 	}
 	return nil
 }
 
-// lastOffset is the offset of the last item of partition p of e, or -1
-// when e cannot tell.
-func lastOffset[T any](e *edgeWriter[T], p int) int64 {
-	if e.Tail == nil {
-		return -1
-	}
-	return e.Tail(p) - 1
-}
-
 // WriteControl appends one control message (tagged ControlTag, which
 // readers ack and skip) to partition of the edge to vertex to, and returns
-// its offset (-1 when the edge cannot tell). The watermark's idle handling
-// uses it to mark an idle partition.
+// its offset. The watermark's idle handling uses it to mark an idle
+// partition. It matches ControlWriter.
 func (w *Writer[T]) WriteControl(ctx context.Context, to string, partition int) (int64, error) {
 	for i := range w.edges {
 		e := &w.edges[i]
 		if e.To != to {
 			continue
 		}
-		if partition < 0 || partition >= len(e.parts) {
-			return -1, fmt.Errorf("%w: partition %d of the edge to %q (it has %d)", ErrNoSuchEdge, partition, to, len(e.parts))
+		if partition < 0 || partition >= e.parts {
+			return -1, fmt.Errorf("%w: partition %d of the edge to %q (it has %d)", ErrNoSuchEdge, partition, to, e.parts)
 		}
-		if err := e.parts[partition].Produce(ctx, vertex.Message[T]{Tags: []string{ControlTag}}); err != nil {
-			return -1, err
-		}
-		return lastOffset(e, partition), nil
+		one := [1]vertex.Message[T]{{Tags: controlTags}}
+		return e.prod.ProduceTo(ctx, partition, one[:])
 	}
 	return -1, fmt.Errorf("%w: no edge to %q", ErrNoSuchEdge, to)
+}
+
+// controlTags are the tags of every control message (shared: never
+// modified).
+var controlTags = []string{ControlTag}
+
+// idleLoop calls the publisher's idle hook every interval until ctx ends,
+// with the replica's watermark. A hook error fails the replica through
+// fail unless ctx ended.
+func (w *Writer[T]) idleLoop(ctx context.Context, idle IdlePublisher, every time.Duration, fail func(error)) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		var wm time.Time
+		if w.wm != nil {
+			wm = w.wm()
+		}
+		if err := idle.Idle(ctx, wm, w.WriteControl); err != nil && ctx.Err() == nil && fail != nil {
+			fail(err)
+			return
+		}
+	}
 }

@@ -147,7 +147,8 @@ func TestWriterDiscardLatestWhenFull(t *testing.T) {
 	if s := c.Snapshot(); s.Written != 3 || s.Dropped != 2 {
 		t.Errorf("written %d dropped %d, want 3 and 2", s.Written, s.Dropped)
 	}
-	if len(pub.calls) != 1 || pub.calls[0] != (pubCall{"full", 0, -1, 42}) {
+	// One publish, at the offset of the last item kept.
+	if len(pub.calls) != 1 || pub.calls[0] != (pubCall{"full", 0, 2, 42}) {
 		t.Errorf("publisher calls %v", pub.calls)
 	}
 }
@@ -170,7 +171,8 @@ func (f *fakePublisher) Publish(to string, partition int, offset int64, wm time.
 	f.calls = append(f.calls, pubCall{to, partition, offset, wm.Unix()})
 }
 
-// With Tail, the publisher learns the last offset written per partition;
+// The publisher learns the offset of the last item of each write, exact
+// also when another writer appended to the partition in between;
 // WriteControl appends a control message and returns its offset.
 func TestWriterOffsetsAndControl(t *testing.T) {
 	backend, err := memory.New[msg]()
@@ -183,24 +185,33 @@ func TestWriterOffsetsAndControl(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = topic.Close() })
 	pub := &fakePublisher{}
-	w := NewWriter([]Edge[int]{{To: "next", Topic: topic, Tail: func(p int) int64 { return backend.Partition(p).Tail() }}},
+	w := NewWriter([]Edge[int]{{To: "next", Topic: topic}},
 		&Counters{}, pub, func() time.Time { return time.Unix(9, 0) })
 	buf := &WriteBuffer[int]{}
 	for range 2 {
 		if err := w.Write(context.Background(), values(3), buf); err != nil {
 			t.Fatal(err)
 		}
+		// Another writer appends two items to partition 1 after each write:
+		// the next write to partition 1 must not be told their offsets.
+		if err := topic.Producer(isb.BySelector(func(msg, int) int { return 1 })).ProduceBatch(context.Background(), values(2)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	// Round-robin: the first write went to partition 1, the second to 0.
-	want := []pubCall{{"next", 1, 2, 9}, {"next", 0, 2, 9}}
+	if err := w.Write(context.Background(), values(1), buf); err != nil {
+		t.Fatal(err)
+	}
+	// Round-robin: partition 1 (offsets 0-2), 0 (0-2), then 1 again at
+	// offset 7 (3 to 6 are the other writer's).
+	want := []pubCall{{"next", 1, 2, 9}, {"next", 0, 2, 9}, {"next", 1, 7, 9}}
 	if !slices.Equal(pub.calls, want) {
 		t.Fatalf("publisher calls %v, want %v", pub.calls, want)
 	}
 	off, err := w.WriteControl(context.Background(), "next", 1)
-	if err != nil || off != 3 {
-		t.Fatalf("WriteControl: offset %d, %v; want 3", off, err)
+	if err != nil || off != 8 {
+		t.Fatalf("WriteControl: offset %d, %v; want 8", off, err)
 	}
-	if got := drain(t, topic)[1]; len(got) != 4 || !got[3].HasTag(ControlTag) {
+	if got := drain(t, topic)[1]; len(got) != 9 || !got[8].HasTag(ControlTag) {
 		t.Fatalf("partition 1 holds %v", got)
 	}
 	if _, err := w.WriteControl(context.Background(), "elsewhere", 0); !errors.Is(err, ErrNoSuchEdge) {

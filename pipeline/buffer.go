@@ -11,7 +11,8 @@ import (
 
 // buffer is a vertex's input buffer, whatever its element type.
 type buffer interface {
-	pending() int64 // messages not yet committed by the vertex
+	pending() int64             // messages not yet committed by the vertex
+	assigned(replica int) []int // the partitions replica reads
 	close() error
 }
 
@@ -20,7 +21,6 @@ type buffer interface {
 // per replica, all in the group named after the vertex.
 type inputBuffer[T any] struct {
 	topic     *isb.Topic[vertex.Message[T]]
-	backend   isb.Backend[vertex.Message[T]]
 	group     string
 	consumers []*isb.PullConsumer[vertex.Message[T]]
 }
@@ -48,10 +48,12 @@ func openBuffer[T any](p *Pipeline, n *node) (buffer, error) {
 	if err != nil {
 		return nil, errors.Join(err, topic.Close())
 	}
-	return &inputBuffer[T]{topic: topic, backend: backend, group: n.name, consumers: cs}, nil
+	return &inputBuffer[T]{topic: topic, group: n.name, consumers: cs}, nil
 }
 
 func (b *inputBuffer[T]) pending() int64 { return b.topic.Pending(b.group) }
+
+func (b *inputBuffer[T]) assigned(r int) []int { return b.consumers[r].Assigned() }
 
 func (b *inputBuffer[T]) close() error {
 	var errs []error
@@ -84,7 +86,6 @@ func edgesFor[T any](n *node) []forwarder.Edge[T] {
 			When:  e.when,
 			Full:  full,
 			ByKey: e.to.cfg.PartitionByKey,
-			Tail:  func(p int) int64 { return b.backend.Partition(p).Tail() },
 		})
 	}
 	return edges

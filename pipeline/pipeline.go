@@ -10,6 +10,7 @@ import (
 
 	"github.com/runnel-dev/runnel/forwarder"
 	"github.com/runnel-dev/runnel/vertex"
+	"github.com/runnel-dev/runnel/watermark"
 )
 
 // Pipeline is a graph of vertices under construction, then running. Build
@@ -34,6 +35,9 @@ type config struct {
 	logger       *zap.Logger
 	drainTimeout time.Duration
 	hooks        func(vertex string, replica int) forwarder.Hooks
+	wm           WatermarkConfig // resolved by newConfig
+	wmStore      watermark.Store // nil: a new MemStore per Run
+	wmOff        bool
 }
 
 // WithLogger logs the pipeline's life and problems on l (nil, the
@@ -46,7 +50,8 @@ func WithLogger(l *zap.Logger) Option { return func(c *config) { c.logger = l } 
 func DrainTimeout(d time.Duration) Option { return func(c *config) { c.drainTimeout = d } }
 
 // WithHooks gives each replica its watermark and work-in-progress hooks
-// (default none). f is called once per replica when Run starts.
+// instead of the built-in watermarks (see Watermarks). f is called once
+// per replica when Run starts.
 func WithHooks(f func(vertex string, replica int) forwarder.Hooks) Option {
 	return func(c *config) { c.hooks = f }
 }
@@ -64,6 +69,11 @@ func newConfig(opts []Option) (config, error) {
 	if c.drainTimeout < 0 {
 		return c, fmt.Errorf("%w: DrainTimeout must not be negative (got %v)", ErrInvalidOption, c.drainTimeout)
 	}
+	wm, err := c.wm.resolve()
+	if err != nil {
+		return c, err
+	}
+	c.wm = wm
 	return c, nil
 }
 
@@ -133,6 +143,7 @@ type node struct {
 	stop       context.Context    // ends: the replicas stop reading (drained)
 	stopCancel context.CancelFunc //
 	commits    chan struct{}      // a replica committed: recheck the drain
+	wm         *vertexWatermarks  // nil: watermarks off
 }
 
 // outEdge is an edge out of a node, as validate resolved it.

@@ -55,8 +55,11 @@ func (rt *runtime) replicaConfig(n *node, r int) forwarder.Config {
 			}
 		},
 	}
-	if rt.cfg.hooks != nil {
+	switch {
+	case rt.cfg.hooks != nil:
 		c.Hooks = rt.cfg.hooks(n.name, r)
+	case n.wm != nil:
+		c.Hooks = n.wm.hooks(r)
 	}
 	return c
 }
@@ -93,6 +96,12 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	defer rt.softCancel()
 	defer rt.hardCancel()
 	rt.log.Info("pipeline starting", zap.Int("vertices", len(p.nodes)))
+	if cfg.hooks == nil && !cfg.wmOff {
+		if err := p.startWatermarks(rt); err != nil {
+			return errors.Join(err, p.close())
+		}
+		defer p.stopWatermarks(rt, p.watermarks())
+	}
 	p.start(ctx, rt)
 	err = errors.Join(rt.err(), p.close())
 	rt.log.Info("pipeline stopped", zap.Error(err))

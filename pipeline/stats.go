@@ -1,6 +1,10 @@
 package pipeline
 
-import "github.com/runnel-dev/runnel/forwarder"
+import (
+	"time"
+
+	"github.com/runnel-dev/runnel/forwarder"
+)
 
 // VertexStats are the counters of one vertex: the sums over its replicas
 // (PeakInFlight is the highest of any one replica), the messages waiting in
@@ -14,6 +18,11 @@ type VertexStats struct {
 	// waiting or in flight (0 for sources).
 	Pending    int64
 	PerReplica []forwarder.Stats
+	// Watermark is the vertex's event-time watermark: for a source the
+	// lowest watermark of its partitions (replicas), for other vertices the
+	// lowest watermark its replicas read. Zero until every replica has one,
+	// and when watermarks are off. It never decreases.
+	Watermark time.Time
 }
 
 // Stats returns the counters of every vertex, in the order they were
@@ -29,6 +38,9 @@ func (p *Pipeline) Stats() []VertexStats {
 			r := c.Snapshot()
 			s.PerReplica = append(s.PerReplica, r)
 			s.Stats = s.Stats.Add(r)
+		}
+		if n.wm != nil {
+			s.Watermark = n.wm.watermark()
 		}
 		switch {
 		case p.live && n.in != nil:

@@ -1,0 +1,309 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/runnel-dev/runnel/forwarder"
+	"github.com/runnel-dev/runnel/watermark"
+)
+
+// vertexWatermarks are the watermark parts of one vertex's replicas, built
+// for one Run: a publisher per replica that writes (sources and maps), a
+// fetcher per replica that reads (maps and sinks) and, for a source, the
+// watermark of each source partition (replica).
+type vertexWatermarks struct {
+	pubs     []*replicaPublisher  // per replica; nil for a sink
+	fetchers []*watermark.Fetcher // per replica; nil for a source
+	source   *watermark.Source    // sources only
+	upstream int                  // upstream replicas each fetcher waits for
+	interval time.Duration        // forwarder.Hooks.IdleInterval
+}
+
+// hooks are replica r's forwarder hooks.
+func (vw *vertexWatermarks) hooks(r int) forwarder.Hooks {
+	h := forwarder.Hooks{IdleInterval: vw.interval}
+	if vw.pubs != nil {
+		h.Publisher = vw.pubs[r]
+	}
+	if vw.fetchers != nil {
+		h.Fetcher = vw.fetchers[r]
+	}
+	if vw.source != nil {
+		h.Source = vw.source
+	}
+	return h
+}
+
+// watermark is the vertex's watermark: the lowest of its replicas' (the
+// source watermark of each source partition, or what each reader
+// fetched). A replica without a watermark yet makes it zero, so it never
+// decreases.
+func (vw *vertexWatermarks) watermark() time.Time {
+	var low time.Time
+	n := len(vw.fetchers)
+	if vw.source != nil {
+		n = len(vw.pubs)
+	}
+	for r := range n {
+		var w time.Time
+		if vw.source != nil {
+			w = vw.source.Watermark(r)
+		} else {
+			w = vw.fetchers[r].Watermark()
+		}
+		if w.IsZero() {
+			return time.Time{}
+		}
+		if r == 0 || w.Before(low) {
+			low = w
+		}
+	}
+	return low
+}
+
+// startWatermarks builds and starts the watermark parts of every vertex:
+// publishers first (their first heartbeat is in the store when Start
+// returns), then fetchers, which wait for their upstream replicas. On
+// error, what was started is stopped.
+func (p *Pipeline) startWatermarks(rt *runtime) error {
+	c := rt.cfg.wm
+	store := rt.cfg.wmStore
+	if store == nil {
+		store = watermark.NewMemStore()
+	}
+	interval := c.IdleInterval
+	built := make([]*vertexWatermarks, len(p.nodes))
+	for i, n := range p.nodes {
+		vw, err := newVertexWatermarks(rt, store, n)
+		if err != nil {
+			p.stopWatermarks(rt, built)
+			return &VertexError{Vertex: n.name, Err: err}
+		}
+		vw.interval = interval
+		built[i] = vw
+	}
+	for i, vw := range built {
+		for _, pub := range vw.pubs {
+			if err := pub.pub.Start(rt.hard); err != nil {
+				p.stopWatermarks(rt, built)
+				return &VertexError{Vertex: p.nodes[i].name, Err: err}
+			}
+		}
+	}
+	for i, vw := range built {
+		for _, f := range vw.fetchers {
+			err := f.Start(rt.hard)
+			if err == nil {
+				// Every publisher heartbeated above, so this returns at
+				// once; it is what keeps a reader from computing watermarks
+				// before its upstream is known.
+				err = f.WaitForProcessors(rt.soft, vw.upstream)
+			}
+			if err != nil {
+				p.stopWatermarks(rt, built)
+				return &VertexError{Vertex: p.nodes[i].name, Err: err}
+			}
+		}
+	}
+	p.mu.Lock()
+	for i, n := range p.nodes {
+		n.wm = built[i]
+	}
+	p.mu.Unlock()
+	return nil
+}
+
+// newVertexWatermarks builds the publishers, fetchers and source of n.
+func newVertexWatermarks(rt *runtime, store watermark.Store, n *node) (*vertexWatermarks, error) {
+	c := rt.cfg.wm
+	vw := &vertexWatermarks{}
+	replicas := n.cfg.Replicas
+	if n.kind == kindSource {
+		src, err := watermark.NewSource(watermark.SourceConfig{Partitions: replicas, MaxDelay: c.MaxDelay,
+			IdleThreshold: c.IdleThreshold, StepInterval: c.IdleStep, IncrementBy: c.IdleIncrement, Clock: c.Clock})
+		if err != nil {
+			return nil, err
+		}
+		vw.source = src
+	}
+	if len(n.outs) > 0 {
+		vw.pubs = make([]*replicaPublisher, replicas)
+		for r := range replicas {
+			rp, err := newReplicaPublisher(rt, store, n, r)
+			if err != nil {
+				return nil, err
+			}
+			vw.pubs[r] = rp
+		}
+	}
+	if n.kind == kindSource {
+		return vw, nil
+	}
+	var edges []string
+	vw.upstream = -1
+	for _, part := range n.ins {
+		b, err := watermark.EdgeBucket(part.from.name, n.name)
+		if err != nil {
+			return nil, err
+		}
+		edges = append(edges, b)
+		if vw.upstream < 0 || part.from.cfg.Replicas < vw.upstream {
+			vw.upstream = part.from.cfg.Replicas
+		}
+	}
+	vw.fetchers = make([]*watermark.Fetcher, replicas)
+	for r := range replicas {
+		f, err := watermark.NewFetcher(store, watermark.FetcherConfig{
+			Edges: edges, Partitions: n.in.assigned(r), HeartbeatTimeout: c.HeartbeatTimeout,
+			Clock: c.Clock, Logger: rt.log.With(zap.String("vertex", n.name), zap.Int("replica", r)),
+		})
+		if err != nil {
+			return nil, err
+		}
+		vw.fetchers[r] = f
+	}
+	return vw, nil
+}
+
+// stopWatermarks stops every publisher (flushing its WMBs and deleting its
+// heartbeat) and every fetcher of built. Stop errors are logged: the
+// pipeline's outcome does not depend on them.
+func (p *Pipeline) stopWatermarks(rt *runtime, built []*vertexWatermarks) {
+	ctx := context.WithoutCancel(rt.hard)
+	for _, vw := range built {
+		if vw == nil {
+			continue
+		}
+		for _, pub := range vw.pubs {
+			if err := pub.pub.Stop(ctx); err != nil {
+				rt.log.Warn("watermark publisher stop", zap.Error(err))
+			}
+		}
+		for _, f := range vw.fetchers {
+			f.Stop()
+		}
+	}
+}
+
+// watermarks returns the watermark parts of every vertex (nil entries when
+// off).
+func (p *Pipeline) watermarks() []*vertexWatermarks {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]*vertexWatermarks, len(p.nodes))
+	for i, n := range p.nodes {
+		out[i] = n.wm
+	}
+	return out
+}
+
+// replicaPublisher adapts a watermark.Publisher to the writer of one
+// replica: it implements forwarder.WatermarkPublisher and
+// forwarder.IdlePublisher.
+type replicaPublisher struct {
+	pub   *watermark.Publisher
+	ctx   context.Context // the run's hard context: WMBs outlive a soft stop
+	log   *zap.Logger
+	edges map[string]*publishedEdge // by destination vertex
+	order []*publishedEdge          // the same, in a stable order
+}
+
+// publishedEdge is one outgoing edge of a replica.
+type publishedEdge struct {
+	to, bucket string
+	partitions int
+	idle       *watermark.IdleManager
+}
+
+func newReplicaPublisher(rt *runtime, store watermark.Store, n *node, r int) (*replicaPublisher, error) {
+	c := rt.cfg.wm
+	name, err := watermark.ProcessorName(n.name, r)
+	if err != nil {
+		return nil, err
+	}
+	rp := &replicaPublisher{ctx: rt.hard, log: rt.log.With(zap.String("processor", name)), edges: map[string]*publishedEdge{}}
+	var pe []watermark.PublisherEdge
+	for _, e := range n.outs {
+		b, err := watermark.EdgeBucket(n.name, e.to.name)
+		if err != nil {
+			return nil, err
+		}
+		idle, err := watermark.NewIdleManager(e.to.cfg.Partitions, c.PartitionIdleThreshold, c.Clock)
+		if err != nil {
+			return nil, err
+		}
+		ed := &publishedEdge{to: e.to.name, bucket: b, partitions: e.to.cfg.Partitions, idle: idle}
+		rp.edges[e.to.name] = ed
+		rp.order = append(rp.order, ed)
+		pe = append(pe, watermark.PublisherEdge{Bucket: b, Partitions: e.to.cfg.Partitions})
+	}
+	// No InFlight cap: the forwarder passes PublishIdle the replica's
+	// watermark, which already is the lowest in-flight watermark when
+	// anything is in flight; and what the reader fetches later never goes
+	// below it (fetched watermarks never decrease).
+	rp.pub, err = watermark.NewPublisher(store, watermark.PublisherConfig{
+		Processor: name, Edges: pe, Throttle: c.Throttle, HeartbeatInterval: c.HeartbeatInterval,
+		Clock: c.Clock, Logger: rp.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rp, nil
+}
+
+// Publish implements forwarder.WatermarkPublisher. A store error is
+// logged: a WMB not published only holds watermarks back.
+func (rp *replicaPublisher) Publish(to string, partition int, offset int64, wm time.Time) {
+	e := rp.edges[to]
+	if e == nil {
+		return // cannot happen: the writer writes only to rp's edges
+	}
+	_ = e.idle.Wrote(partition) // partition is in range: the writer wrote it
+	if wm.IsZero() {
+		return // nothing to say yet
+	}
+	if err := rp.pub.Publish(rp.ctx, e.bucket, partition, offset, wm); err != nil {
+		rp.log.Warn("watermark publish", zap.String("edge", e.bucket), zap.Int("partition", partition), zap.Error(err))
+	}
+}
+
+// Idle implements forwarder.IdlePublisher: each partition idle for the
+// threshold gets one control message, then idle WMBs at its offset. Only
+// a failed control write is returned (it fails the pipeline, as any write
+// does).
+func (rp *replicaPublisher) Idle(ctx context.Context, wm time.Time, write forwarder.ControlWriter) error {
+	for _, e := range rp.order {
+		for part := range e.partitions {
+			step, err := e.idle.Next(part)
+			if err != nil {
+				return err
+			}
+			switch step.Action {
+			case watermark.IdleWriteControl:
+				off, err := write(ctx, e.to, part)
+				if err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return fmt.Errorf("pipeline: idle control message to %q partition %d: %w", e.to, part, err)
+				}
+				if err := e.idle.ControlWritten(part, off); err != nil {
+					return err
+				}
+			case watermark.IdlePublish:
+				if wm.IsZero() {
+					continue
+				}
+				if err := rp.pub.PublishIdle(ctx, e.bucket, part, step.Offset, wm); err != nil && !errors.Is(err, context.Canceled) {
+					rp.log.Warn("idle watermark publish", zap.String("edge", e.bucket), zap.Int("partition", part), zap.Error(err))
+				}
+			}
+		}
+	}
+	return nil
+}
