@@ -2,6 +2,7 @@ package mmap
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -12,16 +13,18 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/runnel-dev/runnel/isb"
 )
 
-// The crash test: a child process produces with Immediate flush and
-// consumes with manual commits, printing each acknowledged append and
-// commit as it happens; the parent kills it with SIGKILL at a random
+// The crash test: a child process produces to a topic with Immediate flush
+// and consumes it with manual commits, printing each acknowledged produce
+// and commit as it happens; the parent kills it with SIGKILL at a random
 // moment, reopens the directory and checks what survived.
 
 const (
 	crashParts   = 2
-	crashGroup   = "crash/group" // escaped on disk
+	crashGroup   = "crash group" // escaped on disk
 	crashSegment = 16 << 10
 )
 
@@ -29,54 +32,55 @@ func crashOptions() []Option {
 	return []Option{SegmentSize(crashSegment), Flush(Immediate()), MaxRetainedConsumedSegments(1)}
 }
 
-// crashChild runs until killed.
+// crashChild runs a topic until killed: one goroutine produces batches to
+// alternating partitions, one pull consumer with manual commits reads them
+// and commits at random points.
 func crashChild() {
 	dir, round := os.Getenv("MMAP_TEST_DIR"), os.Getenv("MMAP_TEST_ROUND")
 	out := func(format string, args ...any) {
 		// One write per line: a line reaches the pipe whole or not at all.
 		os.Stdout.WriteString(fmt.Sprintf(format, args...) + "\n")
 	}
-	b, err := New[string](dir, crashOptions()...)
-	if err == nil {
-		err = b.Open(testTopic, crashParts)
-	}
-	if err != nil {
-		out("E %v", err)
+	fail := func(format string, args ...any) {
+		out("E "+format, args...)
 		os.Exit(1)
 	}
-	for p := range crashParts {
-		l := b.Partition(p)
-		from, _ := l.Committed(crashGroup)
-		out("R %d %d", p, from)
-		go func() {
-			buf := make([]string, 16)
-			rng := rand.New(rand.NewPCG(uint64(p), uint64(len(round))))
-			for off := from; ; {
-				if off >= l.Tail() {
-					time.Sleep(50 * time.Microsecond)
-					continue
-				}
-				items, err := l.Read(off, 1+rng.IntN(len(buf)), buf)
-				if err != nil {
-					out("E read %d at %d: %v", p, off, err)
-					os.Exit(1)
-				}
-				off += int64(len(items))
-				if rng.IntN(3) == 0 {
-					out("c %d %d", p, off)
-					if err := l.Commit(crashGroup, off); err != nil {
-						out("E commit: %v", err)
-						os.Exit(1)
-					}
-					out("C %d %d", p, off)
-					if err := l.Release(off); err != nil {
-						out("E release: %v", err)
-						os.Exit(1)
-					}
-				}
-			}
-		}()
+	ctx := context.Background()
+	topic, err := NewTopic[string](dir, testTopic, crashOptions(), isb.Partitions(crashParts))
+	if err != nil {
+		fail("open: %v", err)
 	}
+	c, err := topic.PullConsumer(crashGroup, isb.ManualCommit(), isb.BatchSize(16))
+	if err != nil {
+		fail("consumer: %v", err)
+	}
+	go func() {
+		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
+		var next [crashParts]int64
+		var started [crashParts]bool
+		for {
+			b, err := c.Pull(ctx)
+			if err != nil {
+				fail("pull: %v", err)
+			}
+			p := b.Partition
+			if !started[p] {
+				started[p] = true
+				out("F %d %d", p, b.Offset)
+			} else if b.Offset != next[p] {
+				fail("partition %d: batch at %d after %d: a gap or a repeat", p, b.Offset, next[p])
+			}
+			next[p] = b.End()
+			if rng.IntN(3) == 0 {
+				out("c %d %d", p, b.End())
+				if err := c.CommitTo(p, b.End()); err != nil {
+					fail("commit: %v", err)
+				}
+				out("C %d %d", p, b.End())
+			}
+		}
+	}()
+	pr := topic.Producer(nil)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	for seq := 0; ; {
 		p := seq % crashParts
@@ -85,12 +89,11 @@ func crashChild() {
 			items[i] = fmt.Sprintf("r%s-%d", round, seq)
 			seq++
 		}
-		first, err := b.Partition(p).Append(items)
+		last, err := pr.ProduceTo(ctx, p, items)
 		if err != nil {
-			out("E append: %v", err)
-			os.Exit(1)
+			fail("produce: %v", err)
 		}
-		out("A %d %d %s", p, first, strings.Join(items, ","))
+		out("A %d %d %s", p, last-int64(len(items))+1, strings.Join(items, ","))
 	}
 }
 
@@ -146,7 +149,7 @@ func TestCrash(t *testing.T) {
 			switch f[0] {
 			case "E":
 				t.Fatalf("round %d: child failed: %s", round, line)
-			case "R":
+			case "F":
 				p, off := atoi(f[1]), int64(atoi(f[2]))
 				if off != resume[p] {
 					t.Fatalf("round %d: partition %d resumed from %d, its commit is %d", round, p, off, resume[p])

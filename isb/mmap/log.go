@@ -74,7 +74,10 @@ type partition[T any] struct {
 
 var _ isb.Log[int] = (*partition[int])(nil)
 
+// Head is the first retained offset; Release moves it.
 func (p *partition[T]) Head() int64 { return p.head.Load() }
+
+// Tail is the offset of the next append; everything below is readable.
 func (p *partition[T]) Tail() int64 { return p.tail.Load() }
 
 // Append encodes items, writes them after the tail and flushes as the

@@ -22,9 +22,9 @@ type segment struct {
 	data []byte
 
 	// next is the offset after the last record once sealed (unsealed
-	// while active). Written by the appender under the partition's
-	// flushMu and by recovery; read by readers under the partition's
-	// segMu read lock, which rollover's append of the next segment orders.
+	// while active). Only the appender (under the partition's flushMu)
+	// and recovery use it; readers take a segment's end from the first
+	// offset of the segment after it.
 	next int64
 
 	// mu guards the position index. Readers build the part recovered from
