@@ -112,7 +112,9 @@ func damage(t *testing.T, files []string, op []byte) {
 	if err != nil {
 		return // removed by an earlier operation
 	}
-	if len(data) > 0 {
+	if len(data) == 0 {
+		pos = 0
+	} else {
 		pos %= int64(len(data))
 	}
 	switch op[0] % opKinds {
