@@ -104,6 +104,8 @@
 // partition directories than the topic is opened with. A record that fails
 // its checks when a consumer reads it is returned by Read as a
 // *CorruptError too, so the consumer sees an error instead of stalling.
+// Records recovered from disk are indexed on first read: a read inside a
+// segment checks every record from the segment's start up to it, once.
 //
 // # Retention
 //

@@ -2,6 +2,7 @@ package mmap
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -358,13 +359,19 @@ func TestRetention(t *testing.T) {
 	})
 }
 
-// Readers run beside the appender (run with -race).
+// Readers of three groups run beside the appender, committing and
+// releasing as they go, so segments are deleted under them (run with
+// -race): each reads exactly every item, in order.
 func TestConcurrentReadAppend(t *testing.T) {
-	b := open(t, t.TempDir(), 1, Flush(Batch(50)))
+	b := open(t, t.TempDir(), 1, Flush(Batch(50)), MaxRetainedConsumedSegments(0))
 	l := b.Partition(0)
 	const n = 3000
 	var wg sync.WaitGroup
-	for range 3 {
+	for g := range 3 {
+		group := fmt.Sprint("g", g)
+		if err := l.Commit(group, 0); err != nil {
+			t.Fatal(err)
+		}
 		wg.Go(func() {
 			buf := make([]string, 16)
 			for off := int64(0); off < n; {
@@ -384,8 +391,13 @@ func TestConcurrentReadAppend(t *testing.T) {
 					}
 				}
 				off += int64(len(items))
-				if off%500 < 16 {
-					if err := l.Commit("g", off); err != nil {
+				if off%100 < 16 {
+					if err := l.Commit(group, off); err != nil {
+						t.Error(err)
+						return
+					}
+					// Release folds in every group's stored commit.
+					if err := l.Release(off); err != nil {
 						t.Error(err)
 						return
 					}
@@ -395,6 +407,9 @@ func TestConcurrentReadAppend(t *testing.T) {
 	}
 	appendItems(t, l, 0, n, 7)
 	wg.Wait()
+	if l.Head() == 0 {
+		t.Fatal("nothing was released: the test did not race deletion")
+	}
 }
 
 func TestClosed(t *testing.T) {
