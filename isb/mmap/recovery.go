@@ -166,7 +166,10 @@ func (p *partition[T]) recoverFiles() (int64, []int64, error) {
 	if len(firsts) == 0 {
 		return 0, nil, corrupt(p.dir, -1, "no segment files")
 	}
-	if firsts[0] != head {
+	if firsts[0] < head {
+		return 0, nil, corrupt(earliest, -1, "off a segment boundary: offset %d lies inside segment %s", head, segmentFileName(firsts[0]))
+	}
+	if firsts[0] > head {
 		return 0, nil, corrupt(filepath.Join(p.dir, segmentFileName(head)), -1,
 			"missing segment: %s says the log starts at offset %d but the first segment starts at %d", earliestFile, head, firsts[0])
 	}

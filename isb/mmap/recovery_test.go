@@ -96,6 +96,9 @@ func TestRecoveryRefuses(t *testing.T) {
 		{"earliest checkpoint corrupt", func(t *testing.T, dir string) {
 			patchFile(t, file(dir, earliestFile), 0, []byte("junk"))
 		}, earliestFile, 1},
+		{"earliest checkpoint off a segment boundary", func(t *testing.T, dir string) {
+			patchCheckpoint(t, file(dir, earliestFile), kindEarliest, func(v *checkpoint) { v[0] = 3 })
+		}, earliestFile, 1},
 		{"earliest checkpoint missing", func(t *testing.T, dir string) {
 			os.Remove(file(dir, earliestFile))
 		}, earliestFile, 1},
