@@ -21,6 +21,11 @@
 // is full, producers wait in FIFO order ([FullWait]) or fail with [ErrFull]
 // ([FullFail]).
 //
+// Closing a topic wakes every blocked producer and consumer with
+// [ErrClosed] before the storage is closed. Errors match the package's
+// sentinels with errors.Is, or are *[OptionError] (an invalid option, named)
+// and *[TypeError] (a registry lookup with the wrong element type).
+//
 // The storage is a [Backend]: isb/memory (the fast default), isb/mmap
 // (durable, memory-mapped files) and isb/jetstream (remote). Storage
 // packages depend on isb, never the reverse; each offers a constructor that

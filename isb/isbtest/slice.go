@@ -27,6 +27,11 @@ var (
 // behind a mutex, simple enough to be obviously correct. The isb tests run
 // against it, and other packages may use it as a fake.
 //
+// Every method of a partition takes that partition's mutex for a short
+// copy, readers included: a simplification the Log contract does not allow
+// production storage (readers must not wait for a writer's flush), kept
+// here because the fake never does I/O.
+//
 // Its data and commits survive Close: opening it again (through a new
 // isb.NewTopic with the same name and partition count) recovers them, as
 // durable storage would. It fails any call that breaks the Backend
