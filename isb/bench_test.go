@@ -187,3 +187,16 @@ func BenchmarkPull1000(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkProduceTo100(b *testing.B) {
+	tp := benchTopic(b, isb.Partitions(2), isb.Capacity(1<<40))
+	pr := tp.Producer(nil)
+	batch := make([]int, 100)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, err := pr.ProduceTo(ctx, i&1, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

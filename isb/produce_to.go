@@ -42,65 +42,16 @@ func (p *Producer[T]) produceTo(ctx context.Context, partition int, items []T, m
 	if len(items) == 0 {
 		return -1, true, nil
 	}
-	total := int64(len(items))
-	if t.gate == nil {
-		last, err := t.appendRunAt(partition, items, total)
-		return last, err == nil, err
-	}
-	capacity := t.cfg.capacity
-	if total <= capacity || mode != admitWait {
-		if total > capacity {
-			if mode == admitTry {
-				return -1, false, nil
-			}
-			return -1, false, fmt.Errorf("%w: batch of %d items exceeds the capacity %d of topic %q", ErrFull, total, capacity, t.name)
-		}
-		if ok, err := t.admit(ctx, total, mode); !ok || err != nil {
-			return -1, false, err
-		}
-		last, err := t.appendRunAt(partition, items, total)
-		return last, err == nil, err
-	}
-	// FullWait and larger than the capacity: capacity-sized slices, each
-	// admitted in turn, as ProduceBatch does.
-	last := int64(-1)
-	for start := int64(0); start < total; start += capacity {
-		end := min(start+capacity, total)
-		if err := t.gate.acquire(ctx, end-start); err != nil {
-			return last, false, err
-		}
-		l, err := t.appendRunAt(partition, items[start:end], end-start)
-		if err != nil {
-			return last, false, err
-		}
-		last = l
-	}
-	return last, true, nil
+	return admitStore(ctx, t, int64(len(items)), mode, partitionStore[T]{t, partition, items})
 }
 
-// appendRunAt is appendRun that also returns the offset of the last item
-// of run, which appendRun does not report, and always wakes readers (run
-// goes to one partition, so there is exactly one wake-up per call). On
-// error it releases rest units of capacity.
-func (t *Topic[T]) appendRunAt(part int, run []T, rest int64) (int64, error) {
-	pt := t.parts[part]
-	pt.mu.Lock()
-	var (
-		first int64
-		err   error
-	)
-	if t.closed.Load() { // under the lock: see Close
-		err = ErrClosed
-	} else if first, err = pt.log.Append(run); err != nil {
-		err = t.appendErr(part, err)
-	}
-	pt.mu.Unlock()
-	if err != nil {
-		if t.gate != nil {
-			t.gate.release(rest)
-		}
-		return -1, err
-	}
-	t.sig.notify()
-	return first + int64(len(run)) - 1, nil
+// partitionStore stores a slice of a batch in one partition.
+type partitionStore[T any] struct {
+	t     *Topic[T]
+	part  int
+	items []T
+}
+
+func (b partitionStore[T]) store(start, end int64) (int64, error) {
+	return b.t.appendRun(b.part, b.items[start:end], end-start, true)
 }

@@ -167,35 +167,71 @@ func (p *Producer[T]) produceBatch(ctx context.Context, items []T, mode admissio
 	if err != nil {
 		return false, err
 	}
-	total := int64(len(items))
+	_, ok, err := admitStore(ctx, t, int64(len(items)), mode, routedStore[T]{t, items, r, s})
+	return ok, err
+}
+
+// storer stores items[start:end] of a produce call's items and returns the
+// offset of the last one, or -1 when it does not track offsets. It lets
+// admitStore serve every produce call without a closure (which would
+// allocate per call).
+type storer interface {
+	store(start, end int64) (last int64, err error)
+}
+
+// admitStore admits total items as mode says and stores them with s: all at
+// once when the topic is unbounded or they fit under the capacity, and
+// under FullWait a batch larger than the capacity in capacity-sized slices,
+// each admitted in turn (if ctx ends in between, the slices before stay
+// stored). It returns the last offset s reported (-1 if none), and whether
+// everything was stored; with mode admitTry a batch that does not fit now
+// is (-1, false, nil).
+func admitStore[T any, S storer](ctx context.Context, t *Topic[T], total int64, mode admission, s S) (int64, bool, error) {
 	if t.gate == nil {
-		return true, t.appendRouted(items, r, s)
+		last, err := s.store(0, total)
+		return last, err == nil, err
 	}
 	capacity := t.cfg.capacity
 	if total <= capacity || mode != admitWait {
 		if total > capacity {
 			if mode == admitTry {
-				return false, nil
+				return -1, false, nil
 			}
-			return false, fmt.Errorf("%w: batch of %d items exceeds the capacity %d of topic %q", ErrFull, total, capacity, t.name)
+			return -1, false, fmt.Errorf("%w: batch of %d items exceeds the capacity %d of topic %q", ErrFull, total, capacity, t.name)
 		}
 		if ok, err := t.admit(ctx, total, mode); !ok || err != nil {
-			return false, err
+			return -1, false, err
 		}
-		return true, t.appendRouted(items, r, s)
+		last, err := s.store(0, total)
+		return last, err == nil, err
 	}
 	// FullWait and larger than the capacity: capacity-sized slices, each
 	// admitted in turn, so the batch makes progress as consumers commit.
+	last := int64(-1)
 	for start := int64(0); start < total; start += capacity {
 		end := min(start+capacity, total)
 		if err := t.gate.acquire(ctx, end-start); err != nil {
-			return false, err
+			return last, false, err
 		}
-		if err := t.appendRouted(items[start:end], r.sub(int(start), int(end), len(t.parts)), s); err != nil {
-			return false, err
+		l, err := s.store(start, end)
+		if err != nil {
+			return last, false, err
 		}
+		last = l
 	}
-	return true, nil
+	return last, true, nil
+}
+
+// routedStore stores a slice of a batch routed per item.
+type routedStore[T any] struct {
+	t     *Topic[T]
+	items []T
+	r     routes
+	s     *batchScratch[T]
+}
+
+func (b routedStore[T]) store(start, end int64) (int64, error) {
+	return -1, b.t.appendRouted(b.items[start:end], b.r.sub(int(start), int(end), len(b.t.parts)), b.s)
 }
 
 // admit takes n units of capacity as mode says. It reports false with a
@@ -247,7 +283,8 @@ func (t *Topic[T]) appendErr(part int, err error) error {
 func (t *Topic[T]) appendRouted(items []T, r routes, s *batchScratch[T]) error {
 	n := len(t.parts)
 	if n == 1 {
-		return t.appendRun(0, items, int64(len(items)))
+		_, err := t.appendRun(0, items, int64(len(items)), true)
+		return err
 	}
 	out, starts := s.group(items, r, n)
 	defer clear(s.out[:len(items)]) // do not keep the items alive in the pool
@@ -257,7 +294,7 @@ func (t *Topic[T]) appendRouted(items []T, r routes, s *batchScratch[T]) error {
 		if len(run) == 0 {
 			continue
 		}
-		if err := t.appendRun(part, run, int64(len(items)-starts[part])); err != nil {
+		if _, err := t.appendRun(part, run, int64(len(items)-starts[part]), false); err != nil {
 			if stored {
 				t.sig.notify()
 			}
@@ -269,15 +306,20 @@ func (t *Topic[T]) appendRouted(items []T, r routes, s *batchScratch[T]) error {
 	return nil
 }
 
-// appendRun appends run to partition part. On error it releases the
-// capacity of the unstored items from run onwards (rest of them).
-func (t *Topic[T]) appendRun(part int, run []T, rest int64) error {
+// appendRun appends run to partition part and returns the offset of its
+// last item; with notify it then wakes readers. On error it releases rest
+// units of capacity: those of run and of whatever the caller had admitted
+// along with it and will not store.
+func (t *Topic[T]) appendRun(part int, run []T, rest int64, notify bool) (int64, error) {
 	pt := t.parts[part]
 	pt.mu.Lock()
-	var err error
-	if t.closed.Load() {
+	var (
+		first int64
+		err   error
+	)
+	if t.closed.Load() { // under the lock: see Close
 		err = ErrClosed
-	} else if _, err = pt.log.Append(run); err != nil {
+	} else if first, err = pt.log.Append(run); err != nil {
 		err = t.appendErr(part, err)
 	}
 	pt.mu.Unlock()
@@ -285,10 +327,10 @@ func (t *Topic[T]) appendRun(part int, run []T, rest int64) error {
 		if t.gate != nil {
 			t.gate.release(rest)
 		}
-		return err
+		return -1, err
 	}
-	if len(t.parts) == 1 {
+	if notify {
 		t.sig.notify()
 	}
-	return nil
+	return first + int64(len(run)) - 1, nil
 }
