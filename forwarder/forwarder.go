@@ -62,6 +62,8 @@ const (
 // made; its idle loop runs when the publisher hook is an IdlePublisher.
 func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode chunking, out func() idler, newHandler func(r *reader[T]) handler[T]) error {
 	o := cfg.Options
+	// User functions and sinks learn which replica calls them.
+	hard = vertex.WithReplica(hard, vertex.Replica{Vertex: cfg.Vertex, Index: cfg.Replica})
 	r := newReader(in.Consumer, in.Partitions, o.BatchSize, o.MaxInFlight, cfg.Counters, cfg.Hooks.Fetcher, cfg.OnCommit)
 	workers := o.Concurrency
 	chans := make([]chan []inflight[T], 1)

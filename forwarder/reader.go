@@ -150,7 +150,7 @@ func (r *reader[T]) take(b isb.Batch[vertex.Message[T]]) []inflight[T] {
 	// Stored after the inserts, so a commit that finds nothing in flight
 	// and commits up to delivered never passes an untracked offset.
 	r.delivered[b.Partition].Store(b.End())
-	r.counters.read.Add(int64(len(b.Items)))
+	r.counters.read.Add(int64(len(items))) // control messages are not data
 	r.counters.enter(len(items))
 	if skipped := len(b.Items) - len(items); skipped > 0 {
 		r.markDirty(b.Partition, false) // the reader commits before it waits

@@ -20,6 +20,9 @@ import (
 // read (see IdleSource), so a source that can go quiet should return an
 // empty batch now and then rather than block until data comes.
 func RunSource[T any](soft, hard context.Context, cfg Config, src vertex.Source[T], edges []Edge[T]) error {
+	// The source learns which replica (source partition) reads.
+	id := vertex.Replica{Vertex: cfg.Vertex, Index: cfg.Replica}
+	soft, hard = vertex.WithReplica(soft, id), vertex.WithReplica(hard, id)
 	var wm atomic.Int64 // the source watermark, unix ns
 	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, func() time.Time {
 		if ns := wm.Load(); ns != 0 {

@@ -227,3 +227,13 @@ func TestGeneratorReadIntoReusesBuffer(t *testing.T) {
 		t.Fatalf("third ReadInto: %v, want io.EOF", err)
 	}
 }
+
+func TestReplicaContext(t *testing.T) {
+	if _, ok := ReplicaFrom(context.Background()); ok {
+		t.Fatal("ReplicaFrom of a plain context reported a replica")
+	}
+	ctx := WithReplica(context.Background(), Replica{Vertex: "map", Index: 2})
+	if r, ok := ReplicaFrom(ctx); !ok || r != (Replica{Vertex: "map", Index: 2}) {
+		t.Fatalf("ReplicaFrom = %+v, %v, want map 2", r, ok)
+	}
+}

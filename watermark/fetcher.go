@@ -137,9 +137,15 @@ type edgeState struct {
 
 // procState is one upstream processor.
 type procState struct {
-	name      string
-	beat      time.Time  // fetcher clock at its last heartbeat; zero: none yet
-	since     time.Time  // fetcher clock when it was first seen
+	name  string
+	beat  time.Time // fetcher clock at its last heartbeat; zero: none yet
+	since time.Time // fetcher clock when it was first seen
+	// dead: its heartbeats stopped for the timeout. It counts for nothing,
+	// but keeps its timelines: if it heartbeats again (it was only slow),
+	// its WMBs still hold, instead of an empty timeline holding every
+	// watermark until it publishes a new one (a publisher publishes only
+	// changes, so that could be never).
+	dead      bool
 	timelines []timeline // per position in cfg.partitions
 }
 
@@ -257,7 +263,8 @@ func (f *Fetcher) apply(edge int, u Update) {
 	e := f.edges[edge]
 	switch {
 	case kind == keyHeartbeat && u.Op == OpPut:
-		f.proc(e, proc, now).beat = now
+		p := f.proc(e, proc, now)
+		p.beat, p.dead = now, false
 	case kind == keyHeartbeat && u.Op == OpDelete:
 		// A processor deletes its heartbeat when it stops cleanly: drop it
 		// now rather than after the timeout.
@@ -289,22 +296,32 @@ func (f *Fetcher) proc(e *edgeState, name string, now time.Time) *procState {
 	return p
 }
 
-// sweep drops the processors not heard from for longer than the timeout:
-// since their last heartbeat, or since their first WMB if no heartbeat came
-// (a WMB may arrive before the heartbeat in a store's initial values).
+// sweep marks dead the processors whose heartbeats stopped for longer than
+// the timeout (a later heartbeat revives them, timelines intact), and
+// drops those never heard since their first WMB for as long (a WMB may
+// arrive before the heartbeat in a store's initial values).
 // f.mu must be held.
 func (f *Fetcher) sweep(now time.Time) {
 	for _, e := range f.edges {
 		for i := 0; i < len(e.procs); i++ {
 			p := e.procs[i]
+			if p.dead {
+				continue
+			}
 			last := p.beat
 			if last.IsZero() {
 				last = p.since
 			}
-			if now.Sub(last) > f.cfg.timeout {
+			if now.Sub(last) <= f.cfg.timeout {
+				continue
+			}
+			if p.beat.IsZero() {
+				// Never heard: nothing worth keeping.
 				e.remove(i)
 				i-- // the last processor moved into slot i
+				continue
 			}
+			p.dead = true
 		}
 	}
 }
@@ -370,7 +387,7 @@ func (f *Fetcher) edgeAt(e *edgeState, pos int, offset int64) (time.Time, bool) 
 	var low time.Time
 	first := true
 	for _, p := range e.procs {
-		if p.beat.IsZero() {
+		if p.beat.IsZero() || p.dead {
 			continue
 		}
 		wm, ok := p.timelines[pos].lookup(offset)
@@ -406,7 +423,7 @@ func (f *Fetcher) Live(edge string) []string {
 func (f *Fetcher) liveLocked(edge int, now time.Time) []string {
 	var names []string
 	for _, p := range f.edges[edge].procs {
-		if !p.beat.IsZero() && now.Sub(p.beat) <= f.cfg.timeout {
+		if !p.beat.IsZero() && !p.dead && now.Sub(p.beat) <= f.cfg.timeout {
 			names = append(names, p.name)
 		}
 	}

@@ -143,6 +143,30 @@ func TestFetchDropsDeadProcessors(t *testing.T) {
 	wantWM(t, "partition watermark", f.edges[0].last[0], ms(700))
 }
 
+// A processor taken for dead that heartbeats again (it was only slow)
+// counts again with the WMBs it published before: it need not publish a
+// new one (a publisher publishes only changes) for the edge to advance.
+func TestFetchRevivedProcessorKeepsItsTimeline(t *testing.T) {
+	clock := newFakeClock()
+	f := newTestFetcher(t, clock, []string{"e"}, []int{0})
+	beat(f, 0, "a", clock.Now())
+	beat(f, 0, "b", clock.Now())
+	feed(t, f, 0, "a", WMB{Offset: 1, Watermark: ms(500)})
+	feed(t, f, 0, "b", WMB{Offset: 2, Watermark: ms(2000)})
+	wantWM(t, "Fetch with both", f.Fetch(0, 10), ms(500))
+	clock.Advance(11 * time.Second)
+	beat(f, 0, "a", clock.Now()) // sweeps b
+	if got := f.Live("e"); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("Live = %q, want [a]", got)
+	}
+	beat(f, 0, "b", clock.Now()) // b was slow, not dead
+	if got := f.Live("e"); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("Live after b's heartbeat = %q, want [a b]", got)
+	}
+	feed(t, f, 0, "a", WMB{Offset: 3, Watermark: ms(900)})
+	wantWM(t, "Fetch with b revived", f.Fetch(0, 10), ms(900)) // min(900, b's 2000)
+}
+
 func TestFetchIdlePartition(t *testing.T) {
 	clock := newFakeClock()
 	f := newTestFetcher(t, clock, []string{"e"}, []int{0, 1})
