@@ -610,3 +610,40 @@ func sortItems(items []Item) {
 		return a.Seq - b.Seq
 	})
 }
+
+// produceToOffsets: ProduceTo stores in the partition asked for and
+// returns the offset of the last item, as the storage numbered it.
+func (s suite) produceToOffsets(t *testing.T) {
+	ctx := testContext(t)
+	tp := s.topic(t, isb.Partitions(2), isb.Capacity(20))
+	pr := tp.Producer(nil)
+	type write struct {
+		part  int
+		items []Item
+		last  int64
+	}
+	writes := []write{
+		{1, seqs(1, 0, 3), 2},
+		{0, seqs(0, 0, 1), 0},
+		{1, seqs(1, 3, 2), 4},
+	}
+	for _, w := range writes {
+		last, err := pr.ProduceTo(ctx, w.part, w.items)
+		if err != nil || last != w.last {
+			t.Fatalf("ProduceTo(%d, %d items) = %d, %v; want %d", w.part, len(w.items), last, err, w.last)
+		}
+	}
+	if last, ok, err := pr.TryProduceTo(ctx, 0, seqs(0, 1, 2)); !ok || err != nil || last != 2 {
+		t.Fatalf("TryProduceTo = %d, %v, %v; want 2, true, nil", last, ok, err)
+	}
+	if _, err := pr.ProduceTo(ctx, 2, seqs(9, 0, 1)); !errors.Is(err, isb.ErrInvalidKey) {
+		t.Fatalf("ProduceTo partition 2 of 2 = %v, want ErrInvalidKey", err)
+	}
+	cs, err := tp.PullConsumers("g", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs[0].Close(); cs[1].Close() })
+	expectItems(t, ctx, cs[0], 0, 0, seqs(0, 0, 3))
+	expectItems(t, ctx, cs[1], 1, 0, seqs(1, 0, 5))
+}

@@ -46,6 +46,7 @@ func Run(t *testing.T, f Factory) {
 		{"NumericKeys", s.numericKeys},
 		{"StringKeys", s.stringKeys},
 		{"SelectorOutOfRange", s.selectorOutOfRange},
+		{"ProduceToOffsets", s.produceToOffsets},
 		{"CommitAfterEmptyAndCancelledPull", s.commitAfterEmptyPull},
 		{"CommitToErrors", s.commitToErrors},
 		{"AutoCommitResume", s.autoCommitResume},
