@@ -62,8 +62,9 @@ func TestGateCancelRacingGrant(t *testing.T) {
 		waitQueued(t, g, 1)
 		g.mu.Lock()
 		if i%2 == 0 {
-			// Cancelled first: the waiter wakes on ctx, then finds itself
-			// granted once it gets the lock, and must give it back.
+			// Cancelled first: the waiter (if already in its select) wakes
+			// on ctx, then finds itself granted once it gets the lock, and
+			// must give it back.
 			cancel()
 		}
 		g.settleLocked(2) // as release(2) would
@@ -84,8 +85,12 @@ func TestGateCancelRacingGrant(t *testing.T) {
 		}
 	}
 	t.Logf("%d granted, %d cancelled after the grant", granted, cancelled)
-	if cancelled < 150 {
-		t.Fatalf("%d rounds gave the grant back, want at least the 150 cancelled first", cancelled)
+	// Even rounds cancel before the grant, so the waiter nearly always
+	// wakes on ctx and must give the grant back; odd rounds race both ways.
+	// Either way each outcome was checked above; these check that both
+	// paths ran (each has about 150 chances).
+	if cancelled == 0 || granted == 0 {
+		t.Fatalf("%d rounds gave the grant back and %d kept it; want both paths exercised", cancelled, granted)
 	}
 }
 
