@@ -441,13 +441,15 @@ func (s suite) waitBatchRules(t *testing.T) {
 	pr := tp.Producer(nil)
 	c := consumer(t, tp, "g", isb.BatchSize(3))
 
-	// No one consumes: the first slice fits, the second waits until the
-	// deadline.
-	dctx, cancel := context.WithTimeout(ctx, quiet)
-	err := pr.ProduceBatch(dctx, seqs(0, 0, 12))
+	// No one consumes: the first slice fits, the second waits until it is
+	// cancelled.
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- pr.ProduceBatch(cctx, seqs(0, 0, 12)) }()
+	waitFor(t, ctx, "the second slice queued", func() bool { return tp.Waiting() == 1 })
 	cancel()
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("oversized batch with no consumer = %v, want context.DeadlineExceeded", err)
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("oversized batch with no consumer = %v, want context.Canceled", err)
 	}
 	if u := tp.Used(); u != 5 {
 		t.Fatalf("Used() = %d, want 5 (the first slice)", u)
@@ -462,7 +464,6 @@ func (s suite) waitBatchRules(t *testing.T) {
 	expectEmpty(t, c) // also commits (auto) everything pulled
 
 	// With a consumer draining, the whole oversized batch goes through.
-	errc := make(chan error, 1)
 	go func() { errc <- pr.ProduceBatch(ctx, seqs(2, 0, 12)) }()
 	got = pullItems(t, ctx, c, 12)
 	if err := <-errc; err != nil {
