@@ -50,8 +50,8 @@ type PullConsumer[T any] struct {
 // ErrGroupInUse; once they are all closed the group can be opened again and
 // resumes from its commits.
 func (t *Topic[T]) PullConsumers(group string, n int, opts ...ConsumerOption) ([]*PullConsumer[T], error) {
-	if err := validName("group name", group); err != nil {
-		return nil, err
+	if group == "" {
+		return nil, &OptionError{Option: "group name", Value: group, Reason: "must not be empty"}
 	}
 	P := t.cfg.partitions
 	if n < 1 || n > P {

@@ -139,9 +139,10 @@ func consumersError(n, partitions int) error {
 		Reason: fmt.Sprintf("must be between 1 and the partition count %d", partitions)}
 }
 
-// validName checks that a topic or group name can be used as one path
-// component by durable storage (a file or directory name), so every storage
-// mode accepts the same names.
+// validName checks that a topic name can be used as one path component by
+// durable storage (a file or directory name), so every storage mode accepts
+// the same topic names. Group names are free-form: durable storage escapes
+// them (see isb/mmap), so any non-empty name is a group name.
 func validName(option, name string) error {
 	reason := ""
 	switch {
