@@ -154,6 +154,10 @@ func TestReadOutOfRange(t *testing.T) {
 			t.Errorf("Read(%d) error = %#v; want OffsetError{read %d head 5 tail 10 partition 1}", o, err, o)
 		}
 	}
+	_, err := l.Read(4, 1, nil)
+	if want := `memory: topic "t" partition 1: read at offset 4 outside [5, 10]`; err == nil || err.Error() != want {
+		t.Errorf("Read(4) error text = %v; want %q", err, want)
+	}
 	if _, err := l.Read(5, 0, nil); !errors.Is(err, memory.ErrReadSize) {
 		t.Errorf("Read(5, 0) error = %v; want ErrReadSize", err)
 	}
