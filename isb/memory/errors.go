@@ -18,7 +18,9 @@ var (
 	ErrOpened = errors.New("memory: backend already opened")
 )
 
-// OffsetError reports an offset a log cannot serve or accept.
+// OffsetError reports an offset a log cannot serve or accept. Its message
+// gives the log's retained range [Head, Tail): a read must fall inside it; a
+// commit or release may also name Tail itself, never more.
 type OffsetError struct {
 	Topic     string
 	Partition int
@@ -29,7 +31,7 @@ type OffsetError struct {
 }
 
 func (e *OffsetError) Error() string {
-	return fmt.Sprintf("memory: topic %q partition %d: %s at offset %d outside [%d, %d]",
+	return fmt.Sprintf("memory: topic %q partition %d: %s at offset %d: the log holds [%d, %d)",
 		e.Topic, e.Partition, e.Op, e.Offset, e.Head, e.Tail)
 }
 

@@ -155,7 +155,7 @@ func TestReadOutOfRange(t *testing.T) {
 		}
 	}
 	_, err := l.Read(4, 1, nil)
-	if want := `memory: topic "t" partition 1: read at offset 4 outside [5, 10]`; err == nil || err.Error() != want {
+	if want := `memory: topic "t" partition 1: read at offset 4: the log holds [5, 10)`; err == nil || err.Error() != want {
 		t.Errorf("Read(4) error text = %v; want %q", err, want)
 	}
 	if _, err := l.Read(5, 0, nil); !errors.Is(err, memory.ErrReadSize) {
