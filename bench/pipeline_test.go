@@ -24,23 +24,11 @@ func identity(_ context.Context, v int64) (int64, error) { return v, nil }
 // BenchmarkPipeline runs generator -> map(identity) -> sink(blackhole) for
 // b.N messages in each implementation.
 func BenchmarkPipeline(b *testing.B) {
-	b.Run("runnel", func(b *testing.B) {
-		p := pipeline.New("bench")
-		gen := pipeline.Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }, vertex.Count(int64(b.N))))
-		mapped := pipeline.Map(p, "identity", gen, identity)
-		sink := vertex.Blackhole[int64]()
-		pipeline.Sink(p, "sink", mapped, sink)
-		b.ReportAllocs()
-		b.ResetTimer()
-		start := time.Now()
-		if err := p.Run(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		report(b, start)
-		if sink.Count() != int64(b.N) {
-			b.Fatalf("sink got %d, want %d", sink.Count(), b.N)
-		}
-	})
+	// runnel runs with its defaults: watermarks on (a publisher per
+	// writing replica, a fetcher per reading replica, in-memory store).
+	b.Run("runnel", func(b *testing.B) { benchRunnel(b) })
+	// The same without watermarks: the baseline of their cost.
+	b.Run("runnel-wm-off", func(b *testing.B) { benchRunnel(b, pipeline.WithoutWatermarks()) })
 
 	// The same three stages as goroutines joined by channels of single
 	// items: no tracking, no acks, no backpressure beyond the buffers.
@@ -133,6 +121,26 @@ func BenchmarkPipeline(b *testing.B) {
 			b.Fatalf("sink got %d, want %d", sink.n, b.N)
 		}
 	})
+}
+
+// benchRunnel runs generator -> map(identity) -> sink(blackhole) for b.N
+// messages in a runnel pipeline with opts.
+func benchRunnel(b *testing.B, opts ...pipeline.Option) {
+	p := pipeline.New("bench", opts...)
+	gen := pipeline.Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }, vertex.Count(int64(b.N))))
+	mapped := pipeline.Map(p, "identity", gen, identity)
+	sink := vertex.Blackhole[int64]()
+	pipeline.Sink(p, "sink", mapped, sink)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	if err := p.Run(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	report(b, start)
+	if sink.Count() != int64(b.N) {
+		b.Fatalf("sink got %d, want %d", sink.Count(), b.N)
+	}
 }
 
 // countSink is a go-streams sink counting what it receives; unlike

@@ -10,6 +10,9 @@ import (
 // one goroutine.
 type WatermarkFetcher interface {
 	// Fetch returns the watermark of the message at offset of partition.
+	// The reader calls it once per read batch, at the batch's first data
+	// message, and gives that watermark to the whole batch: a later offset
+	// can only have the same or a higher one, so this is conservative.
 	Fetch(partition int, offset int64) time.Time
 }
 

@@ -125,19 +125,24 @@ func (r *reader[T]) take(b isb.Batch[vertex.Message[T]]) []inflight[T] {
 		buf = &batchBuf[T]{items: make([]inflight[T], 0, max(len(b.Items), r.batch))}
 	}
 	items := buf.items[:0]
-	var newest time.Time
+	// One fetch per batch, at its first data message: the watermark of a
+	// later offset can only be the same or higher, so every message of the
+	// batch gets a watermark at most its own (conservative, and still never
+	// decreasing), for one fetcher call instead of one per message.
+	var wm time.Time
+	fetched := r.fetch == nil
 	for i := range b.Items {
 		m := &b.Items[i]
 		off := b.Offset + int64(i)
 		if len(m.Tags) > 0 && m.HasTag(ControlTag) {
 			continue
 		}
+		if !fetched {
+			wm, fetched = r.fetch.Fetch(b.Partition, off), true
+		}
 		it := inflight[T]{msg: *m, partition: b.Partition, offset: off, owner: buf}
 		if r.fetch != nil {
-			it.msg.Watermark = r.fetch.Fetch(b.Partition, off)
-			if it.msg.Watermark.After(newest) {
-				newest = it.msg.Watermark
-			}
+			it.msg.Watermark = wm
 		}
 		// Offsets come from one consumer, strictly increasing: Insert
 		// cannot find one already tracked.
@@ -146,7 +151,7 @@ func (r *reader[T]) take(b isb.Batch[vertex.Message[T]]) []inflight[T] {
 	}
 	buf.items = items
 	buf.left.Store(int64(len(items)))
-	r.raiseHead(newest)
+	r.raiseHead(wm)
 	// Stored after the inserts, so a commit that finds nothing in flight
 	// and commits up to delivered never passes an untracked offset.
 	r.delivered[b.Partition].Store(b.End())

@@ -186,25 +186,26 @@ func (f *fakeFetcher) Fetch(partition int, offset int64) time.Time {
 	return time.Unix(1000+offset, 0)
 }
 
-// The fetcher gives each message its watermark; the replica watermark is
+// The fetcher is asked once per read batch, at its first offset, and that
+// watermark goes to every message of the batch; the replica watermark is
 // the lowest in flight, then the newest read once nothing is in flight.
 func TestReaderWatermarkHooks(t *testing.T) {
 	ff := &fakeFetcher{}
-	f := newFixture(t, 1, 3, 3, values(3), ff)
+	f := newFixture(t, 1, 2, 4, values(3), ff) // batches [0 1] and [2]
 	got := f.take(3)
-	for i, it := range got {
-		if want := time.Unix(1000+int64(i), 0); !it.msg.Watermark.Equal(want) {
-			t.Fatalf("message %d watermark %v, want %v", i, it.msg.Watermark, want)
+	for i, want := range []int64{1000, 1000, 1002} {
+		if !got[i].msg.Watermark.Equal(time.Unix(want, 0)) {
+			t.Fatalf("message %d watermark %v, want %v", i, got[i].msg.Watermark.Unix(), want)
 		}
 	}
-	if len(ff.calls) != 3 || ff.calls[2] != [2]int64{0, 2} {
-		t.Fatalf("fetch calls %v", ff.calls)
+	if len(ff.calls) != 2 || ff.calls[0] != [2]int64{0, 0} || ff.calls[1] != [2]int64{0, 2} {
+		t.Fatalf("fetch calls %v, want (0,0) and (0,2)", ff.calls)
 	}
-	f.r.ack(got[:1])
-	if wm := f.r.watermark(); !wm.Equal(time.Unix(1001, 0)) {
-		t.Fatalf("watermark with 1 and 2 in flight %v, want 1001", wm.Unix())
+	f.r.ack(got[:2])
+	if wm := f.r.watermark(); !wm.Equal(time.Unix(1002, 0)) {
+		t.Fatalf("watermark with 2 in flight %v, want 1002", wm.Unix())
 	}
-	f.r.ack(got[1:])
+	f.r.ack(got[2:])
 	if wm := f.r.watermark(); !wm.Equal(time.Unix(1002, 0)) {
 		t.Fatalf("watermark with nothing in flight %v, want the newest read, 1002", wm.Unix())
 	}

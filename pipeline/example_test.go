@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/runnel-dev/runnel/pipeline"
 	"github.com/runnel-dev/runnel/vertex"
@@ -86,4 +87,42 @@ func ExamplePipeline_Stats() {
 	// Output:
 	// gen: read 1000, written 1000, acked 1000, pending 0
 	// drop: read 1000, written 1000, acked 1000, pending 0
+}
+
+// Event-time watermarks are on by default. With MaxDelay 5s, a message more
+// than 5s behind the earliest event of an earlier batch arrives late; the
+// sink sees the Late flag, and Stats report the source's watermark.
+func ExampleWatermarks() {
+	at := func(sec int64) time.Time { return time.Unix(sec, 0).UTC() }
+	events := []vertex.Message[string]{
+		{ID: "a", EventTime: at(100)},
+		{ID: "b", EventTime: at(120)},
+		{ID: "c", EventTime: at(112)}, // behind 120-5s: late
+		{ID: "d", EventTime: at(117)}, // within 5s: on time
+	}
+	p := pipeline.New("events", pipeline.Watermarks(pipeline.WatermarkConfig{MaxDelay: 5 * time.Second}))
+	src := pipeline.Source(p, "events", vertex.FromMessages(events), vertex.BatchSize(1))
+	var mu sync.Mutex
+	var lines []string
+	pipeline.Sink(p, "print", src, vertex.Func(func(_ context.Context, msgs []vertex.Message[string]) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			lines = append(lines, fmt.Sprint(m.ID, " late: ", m.Late))
+		}
+		return nil
+	}))
+	if err := p.Run(context.Background()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	slices.Sort(lines) // the sink's workers run concurrently
+	fmt.Println(strings.Join(lines, "\n"))
+	fmt.Println("source watermark:", p.Stats()[0].Watermark.Unix())
+	// Output:
+	// a late: false
+	// b late: false
+	// c late: true
+	// d late: false
+	// source watermark: 115
 }

@@ -46,7 +46,7 @@ func (r *recorder) Observe(int, time.Time) time.Time {
 }
 
 // WithHooks gives every replica its hooks: the readers fetch a watermark
-// per message, the writers publish per edge, the source observes batches,
+// per read batch, the writers publish per edge, the source observes batches,
 // and the messages carry the fetched watermark.
 func TestWithHooksWiresEveryReplica(t *testing.T) {
 	rec := &recorder{publishes: map[string]int{}}
@@ -79,8 +79,10 @@ func TestWithHooksWiresEveryReplica(t *testing.T) {
 	if rec.badOffset != 0 {
 		t.Errorf("%d publishes without an offset", rec.badOffset)
 	}
-	if rec.fetches != 200 || rec.observed != 10 || rec.publishes["id"] == 0 || rec.publishes["out"] == 0 || bad != 0 {
-		t.Errorf("fetches %d (want 200), source batches %d (want 10), publishes %v, %d sink messages without the fetched watermark",
+	// One fetch per read batch: at least one per reading vertex, at most
+	// one per message.
+	if rec.fetches < 2 || rec.fetches > 200 || rec.observed != 10 || rec.publishes["id"] == 0 || rec.publishes["out"] == 0 || bad != 0 {
+		t.Errorf("fetches %d (want 2 to 200), source batches %d (want 10), publishes %v, %d sink messages without the fetched watermark",
 			rec.fetches, rec.observed, rec.publishes, bad)
 	}
 }

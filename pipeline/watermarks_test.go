@@ -1,0 +1,155 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/runnel-dev/runnel/vertex"
+	"github.com/runnel-dev/runnel/watermark"
+)
+
+func TestWatermarkConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  WatermarkConfig
+		want string
+	}{
+		{WatermarkConfig{MaxDelay: -time.Second}, "MaxDelay"},
+		{WatermarkConfig{IdleStep: -1}, "IdleStep"},
+		{WatermarkConfig{HeartbeatInterval: time.Second, HeartbeatTimeout: time.Second}, "HeartbeatTimeout"},
+	} {
+		p := New("bad-wm", Watermarks(tc.cfg))
+		Sink(p, "out", Source(p, "src", vertex.FromSlice([]int{1})), vertex.Sink[int](vertex.Blackhole[int]()))
+		err := p.Run(context.Background())
+		if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: Run = %v, want ErrInvalidOption naming %s", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+// wmSink records each message's watermark and lateness.
+type wmSink struct {
+	mu   sync.Mutex
+	wms  []time.Time
+	late int
+}
+
+func (s *wmSink) Write(_ context.Context, msgs []vertex.Message[int]) ([]vertex.Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range msgs {
+		s.wms = append(s.wms, m.Watermark)
+		if m.Late {
+			s.late++
+		}
+	}
+	return nil, nil
+}
+
+// Watermarks are on by default: the source marks a message behind its
+// watermark late and reports its watermark in Stats. WithoutWatermarks
+// turns all of it off.
+func TestWatermarksDefaultOnAndOff(t *testing.T) {
+	at := func(sec int64) time.Time { return time.Unix(sec, 0) }
+	msgs := []vertex.Message[int]{{ID: "a", EventTime: at(100)}, {ID: "b", EventTime: at(200)}, {ID: "late", EventTime: at(150)}}
+	for _, off := range []bool{false, true} {
+		var opts []Option
+		if off {
+			opts = append(opts, WithoutWatermarks())
+		}
+		p := New("wm-default", opts...)
+		sink := &wmSink{}
+		// Batches of one: the third message is behind the second's watermark.
+		Sink(p, "out", Source(p, "src", vertex.FromMessages(msgs), vertex.BatchSize(1)), vertex.Sink[int](sink))
+		runWithin(t, p, 30*time.Second)
+		src := p.Stats()[0]
+		switch {
+		case off && (sink.late != 0 || !src.Watermark.IsZero()):
+			t.Errorf("off: %d late, source watermark %v; want none", sink.late, src.Watermark)
+		case !off && (sink.late != 1 || !src.Watermark.Equal(at(200))):
+			t.Errorf("on: %d late (want 1), source watermark %v (want 200s)", sink.late, src.Watermark)
+		}
+		for _, wm := range sink.wms {
+			if off && !wm.IsZero() {
+				t.Errorf("off: a message carries watermark %v", wm)
+			}
+		}
+	}
+}
+
+// The replica publisher publishes a write's WMB at its offset, marks a
+// partition idle after the threshold (one control message, then idle
+// WMBs at its offset), and stops once the partition is written again.
+func TestReplicaPublisherIdle(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1000, 0)
+	var clockMu sync.Mutex
+	clock := func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return now }
+	advance := func(d time.Duration) { clockMu.Lock(); now = now.Add(d); clockMu.Unlock() }
+	wm, err := WatermarkConfig{Clock: clock, PartitionIdleThreshold: time.Second, Throttle: time.Nanosecond}.resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &runtime{cfg: config{wm: wm}, log: zap.NewNop(), hard: ctx}
+	to := &node{name: "b", cfg: vertex.Config{Partitions: 2}}
+	from := &node{name: "a", outs: []outEdge{{to: to}}}
+	store := watermark.NewMemStore()
+	rp, err := newReplicaPublisher(rt, store, from, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rp.pub.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rp.pub.Stop(ctx) }()
+	bucket, _ := watermark.EdgeBucket("a", "b")
+	latest := func(p int) watermark.WMB {
+		w, ok := rp.pub.Latest(bucket, p)
+		if !ok {
+			t.Fatalf("partition %d: no WMB", p)
+		}
+		return w
+	}
+
+	rp.Publish("b", 0, 5, time.Unix(100, 0))
+	if w := latest(0); w.Offset != 5 || !w.Watermark.Equal(time.Unix(100, 0)) || w.Idle {
+		t.Fatalf("after a write: %v, want offset 5 at 100s, active", w)
+	}
+	var writes []int
+	write := func(_ context.Context, to string, p int) (int64, error) {
+		writes = append(writes, p)
+		return int64(10 + p), nil
+	}
+	advance(time.Second)
+	if err := rp.Idle(ctx, time.Unix(120, 0), write); err != nil {
+		t.Fatal(err)
+	}
+	if len(writes) != 2 {
+		t.Fatalf("control messages to partitions %v, want 0 and 1", writes)
+	}
+	if err := rp.Idle(ctx, time.Unix(130, 0), write); err != nil {
+		t.Fatal(err)
+	}
+	if w := latest(0); w.Offset != 10 || !w.Watermark.Equal(time.Unix(130, 0)) || !w.Idle {
+		t.Fatalf("partition 0 idle: %v, want idle at offset 10, 130s", w)
+	}
+	if w := latest(1); w.Offset != 11 || !w.Idle {
+		t.Fatalf("partition 1 idle: %v, want idle at offset 11", w)
+	}
+	// Partition 0 turns active: normal WMBs again, no more control messages.
+	rp.Publish("b", 0, 12, time.Unix(140, 0))
+	if err := rp.Idle(ctx, time.Unix(150, 0), write); err != nil {
+		t.Fatal(err)
+	}
+	if w := latest(0); w.Offset != 12 || w.Idle || !w.Watermark.Equal(time.Unix(140, 0)) {
+		t.Fatalf("partition 0 active again: %v, want offset 12 at 140s, active", w)
+	}
+	if len(writes) != 2 {
+		t.Fatalf("control messages %v after the partition turned active, want still 2", writes)
+	}
+}
