@@ -20,4 +20,9 @@
 // and reports every problem naming its vertex. It returns nil when every
 // source is exhausted, or ctx is cancelled, and everything read has been
 // drained through to the sinks; otherwise the first error.
+//
+// Event-time watermarks are on by default ([Watermarks] configures them,
+// [WatermarkStore] shares their store, [WithoutWatermarks] turns them off):
+// every message carries the watermark of the vertex that read it, sources
+// mark late messages, and [Pipeline.Stats] reports each vertex's watermark.
 package pipeline

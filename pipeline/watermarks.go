@@ -20,6 +20,7 @@ type vertexWatermarks struct {
 	pubs     []*replicaPublisher  // per replica; nil for a sink
 	fetchers []*watermark.Fetcher // per replica; nil for a source
 	source   *watermark.Source    // sources only
+	replicas int                  // the vertex's replicas
 	upstream int                  // upstream replicas each fetcher waits for
 	interval time.Duration        // forwarder.Hooks.IdleInterval
 }
@@ -45,11 +46,7 @@ func (vw *vertexWatermarks) hooks(r int) forwarder.Hooks {
 // decreases.
 func (vw *vertexWatermarks) watermark() time.Time {
 	var low time.Time
-	n := len(vw.fetchers)
-	if vw.source != nil {
-		n = len(vw.pubs)
-	}
-	for r := range n {
+	for r := range vw.replicas {
 		var w time.Time
 		if vw.source != nil {
 			w = vw.source.Watermark(r)
@@ -121,8 +118,8 @@ func (p *Pipeline) startWatermarks(rt *runtime) error {
 // newVertexWatermarks builds the publishers, fetchers and source of n.
 func newVertexWatermarks(rt *runtime, store watermark.Store, n *node) (*vertexWatermarks, error) {
 	c := rt.cfg.wm
-	vw := &vertexWatermarks{}
 	replicas := n.cfg.Replicas
+	vw := &vertexWatermarks{replicas: replicas}
 	if n.kind == kindSource {
 		src, err := watermark.NewSource(watermark.SourceConfig{Partitions: replicas, MaxDelay: c.MaxDelay,
 			IdleThreshold: c.IdleThreshold, StepInterval: c.IdleStep, IncrementBy: c.IdleIncrement, Clock: c.Clock})
