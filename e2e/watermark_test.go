@@ -263,7 +263,6 @@ func (s *liveSource) Read(ctx context.Context, max int) ([]vertex.Message[int], 
 	case <-time.After(time.Millisecond):
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	mode, sent := s.modes[r.Index], s.sent[r.Index]
 	var out []vertex.Message[int]
 	switch {
@@ -274,13 +273,13 @@ func (s *liveSource) Read(ctx context.Context, max int) ([]vertex.Message[int], 
 		}
 	case (mode == "once" || mode == "stuck") && sent == 0:
 		out = []vertex.Message[int]{{ID: fmt.Sprintf("%s-%d-0", s.name, r.Index), EventTime: wmBase}}
-	case mode == "stuck":
-		s.mu.Unlock()
-		<-ctx.Done()
-		s.mu.Lock()
-		return nil, ctx.Err()
 	}
 	s.sent[r.Index] += len(out)
+	s.mu.Unlock()
+	if mode == "stuck" && len(out) == 0 {
+		<-ctx.Done() // hangs: no data, and no idle read either
+		return nil, ctx.Err()
+	}
 	return out, nil
 }
 
