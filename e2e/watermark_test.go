@@ -325,7 +325,7 @@ func advanceUntil(clock *fakeClock, step time.Duration, cond func() bool) bool {
 func idleConfig(clock *fakeClock, sourceIdle time.Duration) pipeline.WatermarkConfig {
 	return pipeline.WatermarkConfig{
 		MaxDelay: 10 * time.Millisecond, IdleThreshold: sourceIdle, IdleStep: 100 * time.Millisecond, IdleIncrement: 100 * time.Millisecond,
-		PartitionIdleThreshold: 500 * time.Millisecond, IdleInterval: time.Millisecond,
+		PartitionIdleThreshold: 500 * time.Millisecond, IdleInterval: 5 * time.Millisecond,
 		HeartbeatInterval: 5 * time.Millisecond, HeartbeatTimeout: time.Hour, Throttle: time.Nanosecond, Clock: clock.Now,
 	}
 }
@@ -431,7 +431,7 @@ func TestDeadReplicaIsDroppedAfterHeartbeatTimeout(t *testing.T) {
 	}
 	store := &pausableStore{Store: watermark.NewMemStore(), key: "hb." + proc}
 	cfg := idleConfig(clock, 0)
-	cfg.HeartbeatTimeout = 10 * time.Second
+	cfg.HeartbeatTimeout = 20 * time.Second
 	p := pipeline.New("wm-dead", pipeline.Watermarks(cfg), pipeline.WatermarkStore(store))
 	s := pipeline.Source(p, "src", vertex.Source[int](newLiveSource("s", clock, "live", "stuck")), vertex.Replicas(2))
 	sink := newCounter[int]()
@@ -446,7 +446,7 @@ func TestDeadReplicaIsDroppedAfterHeartbeatTimeout(t *testing.T) {
 	// Alive: two timeouts of the clock pass, in steps far shorter than the
 	// timeout, and the stuck replica still holds the watermark.
 	start := clock.Now()
-	advanceUntil(clock, 200*time.Millisecond, func() bool { return clock.Now().Sub(start) >= 2*cfg.HeartbeatTimeout })
+	advanceUntil(clock, 400*time.Millisecond, func() bool { return clock.Now().Sub(start) >= 2*cfg.HeartbeatTimeout })
 	if w := watermarkOf(p, "sink"); w.After(wmBase) || sink.total() < 2 {
 		t.Fatalf("while the stuck replica heartbeats: sink watermark %v (want at most %v), %d messages", w, wmBase, sink.total())
 	}
