@@ -14,6 +14,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -58,13 +59,14 @@ func (t *tally) write(_ context.Context, msgs []vertex.Message[string]) error {
 }
 
 func main() {
-	if err := run(context.Background()); err != nil {
+	if err := run(context.Background(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "wordcount:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context) error {
+// run builds and runs the pipeline, then writes the report to w.
+func run(ctx context.Context, w io.Writer) error {
 	p := pipeline.New("wordcount")
 	poemLines := pipeline.Source(p, "poem", vertex.FromSlice(poem))
 	proseLines := pipeline.Source(p, "prose", vertex.FromSlice(prose))
@@ -94,17 +96,17 @@ func run(ctx context.Context) error {
 	slices.SortFunc(top, func(a, b wc) int {
 		return cmp.Or(cmp.Compare(b.count, a.count), cmp.Compare(a.word, b.word))
 	})
-	fmt.Println("most frequent words:")
+	fmt.Fprintln(w, "most frequent words:")
 	for _, e := range top[:min(8, len(top))] {
-		fmt.Printf("  %-10s %d\n", e.word, e.count)
+		fmt.Fprintf(w, "  %-10s %d\n", e.word, e.count)
 	}
 	total := 0
 	for _, c := range stops.counts {
 		total += c
 	}
-	fmt.Printf("distinct words: %d, stopwords skipped: %d\n", len(counts.counts), total)
+	fmt.Fprintf(w, "distinct words: %d, stopwords skipped: %d\n", len(counts.counts), total)
 	for _, s := range p.Stats() {
-		fmt.Printf("  vertex %-10s read %3d  written %3d  acked %3d\n", s.Name, s.Read, s.Written, s.Acked)
+		fmt.Fprintf(w, "  vertex %-10s read %3d  written %3d  acked %3d\n", s.Name, s.Read, s.Written, s.Acked)
 	}
 	return nil
 }
