@@ -11,6 +11,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/signal"
@@ -49,20 +50,21 @@ func (a *averages) write(_ context.Context, msgs []vertex.Message[float64]) erro
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx); err != nil {
+	logger, err := zap.NewDevelopment()
+	if err == nil {
+		err = run(ctx, os.Stdout, logger)
+		_ = logger.Sync()
+	}
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "sensors:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context) error {
-	logger, err := zap.NewDevelopment()
-	if err != nil {
-		return err
-	}
-	defer func() { _ = logger.Sync() }()
-
+// run runs the pipeline until ctx is cancelled and it has drained, writing
+// the counters to w every second and a summary at the end.
+func run(ctx context.Context, w io.Writer, logger *zap.Logger) error {
 	p := pipeline.New("sensors", pipeline.WithLogger(logger))
 	gen := vertex.Generator(func(i int64) reading {
 		// A slow wave per sensor, with sensor 3 running hot now and then.
@@ -94,26 +96,26 @@ func run(ctx context.Context) error {
 	for {
 		select {
 		case err := <-done:
-			printStats(p)
+			printStats(w, p)
 			avg.mu.Lock()
 			for k := range 8 {
 				key := fmt.Sprintf("k%d", k)
 				if avg.n[key] > 0 {
-					fmt.Printf("sensor %s: mean %.1f°C over %d readings\n", key, avg.sum[key]/float64(avg.n[key]), avg.n[key])
+					fmt.Fprintf(w, "sensor %s: mean %.1f°C over %d readings\n", key, avg.sum[key]/float64(avg.n[key]), avg.n[key])
 				}
 			}
 			avg.mu.Unlock()
 			return err
 		case <-tick.C:
-			printStats(p)
+			printStats(w, p)
 		}
 	}
 }
 
-func printStats(p *pipeline.Pipeline) {
+func printStats(w io.Writer, p *pipeline.Pipeline) {
 	for _, s := range p.Stats() {
-		fmt.Printf("%-9s read %7d written %7d acked %7d in flight %4d pending %5d\n",
+		fmt.Fprintf(w, "%-9s read %7d written %7d acked %7d in flight %4d pending %5d\n",
 			s.Name, s.Read, s.Written, s.Acked, s.InFlight, s.Pending)
 	}
-	fmt.Println()
+	fmt.Fprintln(w)
 }
