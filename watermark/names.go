@@ -21,40 +21,25 @@ const (
 
 // validBucket accepts what JetStream KV accepts as a bucket name, so an edge
 // that works in memory also works distributed.
-func validBucket(name string) error {
-	if name == "" {
-		return fmt.Errorf("%w: empty bucket name", ErrInvalidName)
-	}
-	for _, r := range name {
-		if !isAlnum(r) && r != '-' && r != '_' {
-			return fmt.Errorf("%w: bucket %q: character %q (allowed: A-Z a-z 0-9 - _)", ErrInvalidName, name, r)
-		}
-	}
-	return nil
-}
+func validBucket(name string) error { return validName("bucket", name, "-_") }
 
 // validProcessor accepts JetStream KV key characters except '.', which
 // separates the parts of a key.
-func validProcessor(name string) error {
-	if name == "" {
-		return fmt.Errorf("%w: empty processor name", ErrInvalidName)
-	}
-	for _, r := range name {
-		if !isAlnum(r) && !strings.ContainsRune("-_=/", r) {
-			return fmt.Errorf("%w: processor %q: character %q (allowed: A-Z a-z 0-9 - _ = /)", ErrInvalidName, name, r)
-		}
-	}
-	return nil
-}
+func validProcessor(name string) error { return validName("processor", name, "-_=/") }
 
 // validKey accepts JetStream KV key characters.
-func validKey(key string) error {
-	if key == "" {
-		return fmt.Errorf("%w: empty key", ErrInvalidName)
+func validKey(key string) error { return validName("key", key, "-_=/.") }
+
+// validName checks that name, a kind ("bucket", "processor", "key"), is not
+// empty and holds only ASCII letters, digits and the runes of extra.
+func validName(kind, name, extra string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty %s name", ErrInvalidName, kind)
 	}
-	for _, r := range key {
-		if !isAlnum(r) && !strings.ContainsRune("-_=/.", r) {
-			return fmt.Errorf("%w: key %q: character %q (allowed: A-Z a-z 0-9 - _ = / .)", ErrInvalidName, key, r)
+	for _, r := range name {
+		if !isAlnum(r) && !strings.ContainsRune(extra, r) {
+			return fmt.Errorf("%w: %s %q: character %q (allowed: A-Z a-z 0-9 %s)",
+				ErrInvalidName, kind, name, r, strings.Join(strings.Split(extra, ""), " "))
 		}
 	}
 	return nil

@@ -41,3 +41,27 @@ func TestNames(t *testing.T) {
 		}
 	}
 }
+
+// TestNameErrors pins the text of each validator's error: it names the
+// kind, the name, the character and what is allowed.
+func TestNameErrors(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{validBucket(""), "watermark: invalid name: empty bucket name"},
+		{validBucket("a/b"), `watermark: invalid name: bucket "a/b": character '/' (allowed: A-Z a-z 0-9 - _)`},
+		{validProcessor("p.1"), `watermark: invalid name: processor "p.1": character '.' (allowed: A-Z a-z 0-9 - _ = /)`},
+		{validKey("k y"), `watermark: invalid name: key "k y": character ' ' (allowed: A-Z a-z 0-9 - _ = / .)`},
+		{validKey("wmb.p-1.0"), ""},
+		{validProcessor("map=a/b_c-1"), ""},
+	} {
+		got := ""
+		if c.err != nil {
+			got = c.err.Error()
+		}
+		if got != c.want || (c.err != nil && !errors.Is(c.err, ErrInvalidName)) {
+			t.Errorf("got %q; want %q", got, c.want)
+		}
+	}
+}
