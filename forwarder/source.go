@@ -56,12 +56,10 @@ func RunSource[T any](soft, hard context.Context, cfg Config, src vertex.Source[
 			return nil
 		}
 		msgs, err := read(soft, src, buffered, readBuf, cfg.Options.BatchSize)
-		if err != nil && !errors.Is(err, io.EOF) {
-			if soft.Err() != nil {
-				return nil
-			}
-			return fail(err)
-		}
+		// Messages that come with an error (io.EOF, ctx's error, a failure:
+		// ReadInto may return n > 0 with any of them, as io.Reader does) were
+		// taken from the source all the same: they are written and acked
+		// before the error is handled, or they would be lost.
 		if n := len(msgs); n > 0 {
 			cfg.Counters.read.Add(int64(n))
 			cfg.Counters.enter(n)
@@ -81,8 +79,11 @@ func RunSource[T any](soft, hard context.Context, cfg Config, src vertex.Source[
 			cfg.Counters.acked.Add(int64(n))
 			cfg.Counters.inFlight.Add(-int64(n))
 		}
-		if err != nil { // io.EOF
-			return nil
+		if err != nil {
+			if errors.Is(err, io.EOF) || soft.Err() != nil {
+				return nil
+			}
+			return fail(err)
 		}
 		if len(msgs) == 0 && idleSrc != nil {
 			// A read that found nothing: an idle source partition advances.

@@ -2,6 +2,9 @@ package forwarder
 
 import (
 	"context"
+	"errors"
+	"io"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -78,4 +81,81 @@ func TestRunSource(t *testing.T) {
 	if !in[2].EventTime.IsZero() || in[0].Late {
 		t.Errorf("the caller's messages were modified")
 	}
+}
+
+// errSource returns its messages together with err in one read, as an
+// io.Reader-like BufferedSource may: n > 0 and an error.
+type errSource struct {
+	msgs []msg
+	err  error
+	done bool
+}
+
+func (s *errSource) Read(ctx context.Context, max int) ([]msg, error) {
+	panic("ReadInto is preferred")
+}
+
+func (s *errSource) ReadInto(_ context.Context, buf []msg) (int, error) {
+	if s.done {
+		return 0, io.EOF
+	}
+	s.done = true
+	return copy(buf, s.msgs), s.err
+}
+
+// Messages a read returns together with an error were taken from the
+// source: they are written (not lost) before the error ends the replica.
+func TestRunSourceDeliversMessagesReturnedWithAnError(t *testing.T) {
+	boom := errors.New("boom")
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, c := range []struct {
+		name      string
+		err       error
+		cancelled bool // soft ends during the read
+		wantErr   error
+	}{
+		{"failure", boom, false, boom},
+		{"eof", io.EOF, false, nil},
+		{"cancelled", context.Canceled, true, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := &errSource{msgs: []msg{{ID: "a"}, {ID: "b"}}, err: c.err}
+			out := newTopic(t, "out")
+			cnt := &Counters{}
+			cfg := Config{Vertex: "src", Options: vertex.Config{BatchSize: 10}, Counters: cnt}
+			// A soft context already cancelled would stop the loop before
+			// the read: this one ends during it.
+			var soft context.Context = context.Background()
+			if c.cancelled {
+				soft = &cancelAfterFirstErr{Context: context.Background(), after: cancelled}
+			}
+			err := RunSource(soft, context.Background(), cfg, vertex.Source[int](src), []Edge[int]{{To: "out", Topic: out}})
+			if !errors.Is(err, c.wantErr) || (c.wantErr == nil && err != nil) {
+				t.Fatalf("RunSource = %v; want %v", err, c.wantErr)
+			}
+			if got := ids(drain(t, out)[0]); !slices.Equal(got, []string{"a", "b"}) {
+				t.Errorf("wrote %v; want [a b]", got)
+			}
+			if s := cnt.Snapshot(); s.Read != 2 || s.Written != 2 || s.Acked != 2 || s.InFlight != 0 {
+				t.Errorf("counters %+v", s)
+			}
+		})
+	}
+}
+
+// cancelAfterFirstErr is a context that is live for its first Err call (the
+// loop's check before the read) and reports after's error from then on.
+type cancelAfterFirstErr struct {
+	context.Context
+	after context.Context
+	calls int
+}
+
+func (c *cancelAfterFirstErr) Err() error {
+	c.calls++
+	if c.calls == 1 {
+		return nil
+	}
+	return c.after.Err()
 }

@@ -7,7 +7,8 @@ import "context"
 // Read blocks until at least one message is available and returns up to max
 // of them; it returns [io.EOF] (and no messages) once the source is
 // exhausted, and ctx's error when ctx ends first. Messages without an event
-// time get the time they were read. Replicas of a source vertex call Read
+// time get the time they were read. Messages returned together with an
+// error (as an io.Reader may) are delivered all the same. Replicas of a source vertex call Read
 // concurrently, so a Source must be safe for concurrent use; built-in
 // sources are.
 //
