@@ -171,20 +171,24 @@ func (p *partition[T]) Append(items []T) (int64, error) {
 		return 0, p.failLocked(err)
 	}
 	cur.tail = first + int64(len(items))
-	p.pub.Store(&cur)
-	p.tail.Store(cur.tail)
-
 	if pol := p.b.cfg.flush; pol.kind == flushImmediate || pol.kind == flushBatch {
 		if !locked {
 			p.flushMu.Lock()
 			defer p.flushMu.Unlock()
 		}
+		// Flush before publishing: an Append that returns an error must
+		// leave its items invisible (the topic releases their capacity
+		// and the producer may send them again), so a failed flush must
+		// not follow a published tail. flushMu is held until the tail is
+		// published, so no other flush sees durable ahead of pub.
 		if pol.kind == flushImmediate || cur.tail-p.durable.tail >= int64(pol.every) {
-			if err := p.flushLocked(); err != nil {
+			if err := p.flushToLocked(&cur); err != nil {
 				return 0, err
 			}
 		}
 	}
+	p.pub.Store(&cur)
+	p.tail.Store(cur.tail)
 	return first, nil
 }
 
@@ -247,11 +251,14 @@ func (p *partition[T]) durablePosIn(seg *segment) int {
 // flushLocked flushes everything published and, once enough was flushed
 // since the last one, writes the producer checkpoint. The producer
 // checkpoint therefore never points past flushed records.
-func (p *partition[T]) flushLocked() error {
+func (p *partition[T]) flushLocked() error { return p.flushToLocked(p.pub.Load()) }
+
+// flushToLocked is flushLocked up to st: the published position, or the
+// one Append is about to publish.
+func (p *partition[T]) flushToLocked(st *writePos) error {
 	if p.failed != nil {
 		return p.failed
 	}
-	st := p.pub.Load()
 	if st.tail == p.durable.tail {
 		return nil
 	}

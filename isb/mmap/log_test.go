@@ -501,3 +501,37 @@ func TestCleanOpenWritesNothing(t *testing.T) {
 		t.Fatalf("checkpoint still clean after an append: %v", v)
 	}
 }
+
+// TestFailedFlushStoresNothing: an Append whose flush fails returns an
+// error, and the topic then releases the items' capacity and the producer
+// may retry them; so readers must never see them (they would be read
+// twice, and hold capacity the topic no longer counts).
+func TestFailedFlushStoresNothing(t *testing.T) {
+	dir := t.TempDir()
+	b := open(t, dir, 1, SegmentSize(16<<20), Flush(Immediate()))
+	l := b.Partition(0)
+	appendItems(t, l, 0, 3, 3)
+	// The flush below passes producerCheckpointEvery, so it rewrites
+	// producer.offset; a directory in place of its temporary file makes
+	// that fail (even for root, unlike a read-only directory).
+	tmp := filepath.Join(dir, testTopic, partitionDirName(0), producerFile+tmpSuffix)
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("y", 1<<20)
+	batch := []string{big, big, big, big, big}
+	if _, err := l.Append(batch); err == nil {
+		t.Fatal("Append succeeded although its producer checkpoint could not be written")
+	}
+	if got := l.Tail(); got != 3 {
+		t.Fatalf("tail = %d after a failed flush, want 3 (the batch must stay invisible)", got)
+	}
+	if _, err := l.Read(3, 5, nil); !errors.Is(err, ErrOutOfRange) {
+		t.Fatalf("Read(3) after a failed flush: err = %v, want ErrOutOfRange", err)
+	}
+	checkItems(t, readAll(t, l), 0, 3)
+	// The failure is sticky: nobody knows what reached the disk.
+	if _, err := l.Append([]string{item(3)}); err == nil {
+		t.Fatal("Append after a failed flush succeeded, want the sticky error")
+	}
+}
