@@ -72,6 +72,14 @@ func TestValidationNamesTheVertex(t *testing.T) {
 			s := Source(p, "src", src())
 			Sink(p, "out", s.Where(vertex.AnyTag()), sink())
 		}, vertex.ErrInvalidCondition, "out"},
+		{"nil sink function", func(p *Pipeline) {
+			s := Source(p, "src", src())
+			Sink(p, "out", s, vertex.Func[int](nil))
+		}, vertex.ErrInvalidOption, "out"},
+		{"nil sink channel", func(p *Pipeline) {
+			s := Source(p, "src", src())
+			Sink(p, "out", s, vertex.ToChannel[int](nil))
+		}, vertex.ErrInvalidOption, "out"},
 		{"bad generator option", func(p *Pipeline) {
 			s := Source(p, "gen", vertex.Generator(func(i int64) int { return 0 }, vertex.Rate(-1)))
 			Sink(p, "out", s, sink())

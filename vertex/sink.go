@@ -48,3 +48,11 @@ type SinkFunc[T any] func(ctx context.Context, msgs []Message[T]) ([]Result, err
 func (f SinkFunc[T]) Write(ctx context.Context, msgs []Message[T]) ([]Result, error) {
 	return f(ctx, msgs)
 }
+
+// Validate reports a nil function, which would panic at the first Write.
+func (f SinkFunc[T]) Validate() error {
+	if f == nil {
+		return &OptionError{Option: "SinkFunc", Value: nil, Reason: "needs a non-nil function"}
+	}
+	return nil
+}

@@ -24,16 +24,23 @@ func (b *BlackholeSink[T]) Count() int64 { return b.n.Load() }
 
 // Func returns a sink calling f with each batch; an error retries the
 // whole batch. f is called concurrently by the vertex's replicas and
-// concurrency.
+// concurrency. A nil f fails validation.
 func Func[T any](f func(ctx context.Context, msgs []Message[T]) error) Sink[T] {
+	if f == nil {
+		return SinkFunc[T](nil)
+	}
 	return SinkFunc[T](func(ctx context.Context, msgs []Message[T]) ([]Result, error) {
 		return nil, f(ctx, msgs)
 	})
 }
 
 // ToChannel returns a sink that sends every message to ch, waiting for the
-// receiver (or the pipeline's stop).
+// receiver (or the pipeline's stop). A nil ch fails validation: every send
+// would block until the pipeline's drain timeout.
 func ToChannel[T any](ch chan<- Message[T]) Sink[T] {
+	if ch == nil {
+		return badSink[T]{&OptionError{Option: "ToChannel", Value: nil, Reason: "needs a non-nil channel"}}
+	}
 	return SinkFunc[T](func(ctx context.Context, msgs []Message[T]) ([]Result, error) {
 		for i, m := range msgs {
 			select {
@@ -65,3 +72,11 @@ func Log[T any](logger *zap.Logger) Sink[T] {
 		return nil, nil
 	})
 }
+
+// badSink is a sink built from a bad argument: it fails validation (and
+// every Write, should it be used without) with err.
+type badSink[T any] struct{ err error }
+
+func (b badSink[T]) Write(context.Context, []Message[T]) ([]Result, error) { return nil, b.err }
+
+func (b badSink[T]) Validate() error { return b.err }

@@ -237,3 +237,31 @@ func TestReplicaContext(t *testing.T) {
 		t.Fatalf("ReplicaFrom = %+v, %v, want map 2", r, ok)
 	}
 }
+
+// Sinks built from a nil function or channel fail validation, naming the
+// constructor, instead of panicking or blocking once the pipeline runs.
+func TestNilSinkArgumentsFailValidation(t *testing.T) {
+	type validator interface{ Validate() error }
+	for _, c := range []struct {
+		sink Sink[int]
+		want string
+	}{
+		{SinkFunc[int](nil), "vertex: option SinkFunc: needs a non-nil function (got <nil>)"},
+		{Func[int](nil), "vertex: option SinkFunc: needs a non-nil function (got <nil>)"},
+		{ToChannel[int](nil), "vertex: option ToChannel: needs a non-nil channel (got <nil>)"},
+	} {
+		v, ok := c.sink.(validator)
+		if !ok {
+			t.Fatalf("%T has no Validate", c.sink)
+		}
+		err := v.Validate()
+		if !errors.Is(err, ErrInvalidOption) || err.Error() != c.want {
+			t.Errorf("Validate = %v; want %q", err, c.want)
+		}
+	}
+	for _, s := range []Sink[int]{Func(func(context.Context, []Message[int]) error { return nil }), ToChannel(make(chan Message[int]))} {
+		if err := s.(interface{ Validate() error }).Validate(); err != nil {
+			t.Errorf("%T: Validate = %v; want nil", s, err)
+		}
+	}
+}
