@@ -79,7 +79,7 @@ func (b *Backend[T]) Open(topic string, partitions int) error {
 		return &isb.OptionError{Option: "Partitions", Value: partitions, Reason: "must be at least 1"}
 	}
 	b.topicDir = filepath.Join(b.root, topic)
-	if err := os.MkdirAll(b.topicDir, 0o755); err != nil {
+	if _, err := mkdirAllSynced(b.topicDir); err != nil {
 		return fmt.Errorf("mmap: create topic directory: %w", err)
 	}
 	lock, err := lockDir(b.topicDir)

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // A checkpoint is a small fixed-size file replaced atomically: written to a
@@ -140,4 +141,36 @@ func syncDir(dir string) error {
 		return fmt.Errorf("mmap: fsync directory %s: %w", dir, err)
 	}
 	return nil
+}
+
+// mkdirAllSynced creates dir and its missing parents, like os.MkdirAll, and
+// fsyncs the parent of every directory it creates: fsyncs inside a new
+// directory do not make its own entry durable, so without this a crash
+// could lose a whole topic whose checkpoints were all fsync'd. It returns
+// the directories it created, outermost first.
+func mkdirAllSynced(dir string) ([]string, error) {
+	var missing []string
+	for d := filepath.Clean(dir); ; {
+		if _, err := os.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		missing = append(missing, d)
+		parent := filepath.Dir(d)
+		if parent == d {
+			break
+		}
+		d = parent
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	slices.Reverse(missing)
+	for _, d := range missing {
+		if err := syncDir(filepath.Dir(d)); err != nil {
+			return nil, err
+		}
+	}
+	return missing, nil
 }
