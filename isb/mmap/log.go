@@ -222,14 +222,18 @@ func (p *partition[T]) encode(items []T, first int64) error {
 // rolloverLocked flushes and seals the active segment at offset next,
 // publishes s as the new active segment and checkpoints the producer there.
 // cur is the appender's position and moves to s.
+// On an error before s joins the log, s is discarded (its mapping and
+// temporary file would otherwise outlive the failed Append).
 func (p *partition[T]) rolloverLocked(cur *writePos, s *segment, next int64) error {
-	if err := cur.seg.sync(p.durablePosIn(cur.seg), cur.pos); err != nil {
-		return err
+	err := cur.seg.sync(p.durablePosIn(cur.seg), cur.pos)
+	if err == nil {
+		err = cur.seg.seal(next)
 	}
-	if err := cur.seg.seal(next); err != nil {
-		return err
+	if err == nil {
+		err = s.publish()
 	}
-	if err := s.publish(); err != nil {
+	if err != nil {
+		s.discard()
 		return err
 	}
 	p.segMu.Lock()

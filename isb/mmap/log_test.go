@@ -535,3 +535,38 @@ func TestFailedFlushStoresNothing(t *testing.T) {
 		t.Fatal("Append after a failed flush succeeded, want the sticky error")
 	}
 }
+
+// TestFailedRolloverLeavesNoSegment: a rollover that cannot publish its new
+// segment fails the Append and removes the segment it created.
+func TestFailedRolloverLeavesNoSegment(t *testing.T) {
+	dir := t.TempDir()
+	b := open(t, dir, 1)
+	l := b.Partition(0)
+	big := strings.Repeat("x", 3000) // two do not fit in one segment
+	if _, err := l.Append([]string{big}); err != nil {
+		t.Fatal(err)
+	}
+	// A directory under the new segment's name makes its rename fail.
+	pdir := filepath.Join(dir, testTopic, partitionDirName(0))
+	if err := os.Mkdir(filepath.Join(pdir, segmentFileName(1)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append([]string{big}); err == nil {
+		t.Fatal("Append succeeded although its new segment could not be published")
+	}
+	if got := l.Tail(); got != 1 {
+		t.Fatalf("tail = %d after a failed rollover, want 1", got)
+	}
+	entries, err := os.ReadDir(pdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), tmpSuffix) {
+			t.Fatalf("%s left behind by the failed rollover", e.Name())
+		}
+	}
+	if got, err := l.Read(0, 1, nil); err != nil || len(got) != 1 || got[0] != big {
+		t.Fatalf("Read(0) after a failed rollover = %d items, %v; want the first item", len(got), err)
+	}
+}
