@@ -223,6 +223,14 @@ func (m *crashModel) verify(t *testing.T, dir string, round int) (resume [crashP
 			}
 		}
 		resume[p] = c
+		// What was restored is the commit from now on: a commit killed
+		// in flight that landed is acknowledged by the restart, so the
+		// next round's commit must be compared with it (keeping the old
+		// acknowledged one failed a round that resumed from a landed
+		// commit and was killed during its next one).
+		if ok {
+			m.commit[p], m.intent[p] = c, c
+		}
 	}
 	return resume
 }
