@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/runnel-dev/runnel/isb"
@@ -62,40 +61,31 @@ func reportPerItem(b *testing.B, n int) {
 
 // crew runs f(0..n-1) on n goroutines at once, once per round, like
 // BufferQueue's Parallel.For over GOMAXPROCS chunks. The goroutines live as
-// long as the benchmark and wait for the next round by spinning on an atomic
-// round number (yielding with runtime.Gosched), so starting a round costs no
-// futex wake-up of a parked thread; the benchmark goroutine parks until the
-// round is done, and the last worker's P, still spinning, runs it at once. A parked start line measured 8-23 µs per
-// round here, which is more than a batch-1000 drain of all 8192 items costs
-// and would hide the queue behind the scheduler. The channel baselines run on
-// the same crew, so both sides pay the same start and finish cost. Nothing
-// allocates per round, so the allocation counts are the code's.
+// long as the benchmark, so a round costs n wake-ups (measured: the channel
+// baselines pay them too) and allocates nothing, so the allocation counts
+// are the code's.
 type crew struct {
-	n     int
-	round atomic.Int64 // bumped by run to start a round
-	done  sync.WaitGroup
-	stop  atomic.Bool
+	start []chan struct{}
+	round sync.WaitGroup
 	exit  sync.WaitGroup
 }
 
 func newCrew(b *testing.B, n int, f func(i int)) *crew {
-	c := &crew{n: n}
-	for i := range n {
+	c := &crew{start: make([]chan struct{}, n)}
+	for i := range c.start {
+		ch := make(chan struct{}, 1)
+		c.start[i] = ch
 		c.exit.Go(func() {
-			for seen := int64(0); ; seen++ {
-				for c.round.Load() == seen {
-					if c.stop.Load() {
-						return
-					}
-					runtime.Gosched()
-				}
+			for range ch {
 				f(i)
-				c.done.Done()
+				c.round.Done()
 			}
 		})
 	}
 	b.Cleanup(func() {
-		c.stop.Store(true)
+		for _, ch := range c.start {
+			close(ch)
+		}
 		c.exit.Wait()
 	})
 	return c
@@ -103,9 +93,11 @@ func newCrew(b *testing.B, n int, f func(i int)) *crew {
 
 // run runs one round and waits for it.
 func (c *crew) run() {
-	c.done.Add(c.n)
-	c.round.Add(1)
-	c.done.Wait()
+	c.round.Add(len(c.start))
+	for _, ch := range c.start {
+		ch <- struct{}{}
+	}
+	c.round.Wait()
 }
 
 // drainAll pulls and commits n items with c (which owns every partition).
