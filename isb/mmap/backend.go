@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runnel-dev/runnel/isb"
@@ -29,6 +30,10 @@ type Backend[T any] struct {
 
 	stop chan struct{}  // closed by Close to stop the interval flusher
 	wg   sync.WaitGroup // the interval flusher
+
+	// used is set by the first Open and by Close: a Backend is opened at
+	// most once, so Close always releases what Open took.
+	used atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -70,7 +75,9 @@ func NewTopic[T any](dir, name string, opts []Option, topicOpts ...isb.TopicOpti
 
 // Open locks {dir}/{topic}, then opens or creates each partition and
 // recovers it. A partition directory beyond the configured count is a
-// *CorruptError: its data would otherwise be silently ignored.
+// *CorruptError: its data would otherwise be silently ignored. A Backend
+// is opened once: a second Open after one that succeeded, or after Close,
+// is ErrOpened.
 func (b *Backend[T]) Open(topic string, partitions int) error {
 	if topic == "" || topic == "." || topic == ".." || strings.ContainsAny(topic, "/\x00") || len(topic) > 255 {
 		return fmt.Errorf("%w: %q must be a single path component", ErrInvalidName, topic)
@@ -78,6 +85,17 @@ func (b *Backend[T]) Open(topic string, partitions int) error {
 	if partitions < 1 {
 		return &isb.OptionError{Option: "Partitions", Value: partitions, Reason: "must be at least 1"}
 	}
+	if b.used.Swap(true) {
+		return fmt.Errorf("%w: Open of topic %q: a Backend opens one topic once (it was opened or closed before)", ErrOpened, topic)
+	}
+	if err := b.open(topic, partitions); err != nil {
+		b.used.Store(false) // nothing is held: a later Open may try again
+		return err
+	}
+	return nil
+}
+
+func (b *Backend[T]) open(topic string, partitions int) error {
 	b.topicDir = filepath.Join(b.root, topic)
 	if _, err := mkdirAllSynced(b.topicDir); err != nil {
 		return fmt.Errorf("mmap: create topic directory: %w", err)
@@ -172,6 +190,7 @@ func (b *Backend[T]) addGroup(g string) {
 // the segments and releases the directory lock. It is idempotent.
 func (b *Backend[T]) Close() error {
 	b.closeOnce.Do(func() {
+		b.used.Store(true)
 		close(b.stop)
 		b.wg.Wait()
 		var errs []error

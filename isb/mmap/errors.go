@@ -18,6 +18,9 @@ var (
 	// ErrInvalidName is returned by Open for a topic name that is not a
 	// single path component.
 	ErrInvalidName = errors.New("mmap: invalid topic name")
+	// ErrOpened is returned by a second Open of a Backend, also after
+	// Close: a Backend stores one topic once; reopen it with a new one.
+	ErrOpened = errors.New("mmap: backend already opened")
 	// ErrOutOfRange is returned by Read for an offset outside [Head, Tail)
 	// and by Commit for an offset beyond Tail.
 	ErrOutOfRange = errors.New("mmap: offset out of range")

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // lockChild tries to open the topic under MMAP_TEST_DIR and prints the result.
@@ -54,5 +55,50 @@ func TestLockInProcess(t *testing.T) {
 	_, err := openErr(dir, 1)
 	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), filepath.Join(dir, testTopic)) {
 		t.Fatalf("second open: %v", err)
+	}
+}
+
+// TestBackendOpensOnce: a Backend stores one topic once. Opening it again
+// after Close would start over with the interval flusher already stopped
+// and hold a lock and mappings that no later Close releases.
+func TestBackendOpensOnce(t *testing.T) {
+	dir := t.TempDir()
+	b, err := New[string](dir, SegmentSize(MinSegmentSize), Flush(Interval(time.Millisecond)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Open(testTopic, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Open(testTopic, 1); !errors.Is(err, ErrOpened) {
+		t.Fatalf("second Open while open: %v, want ErrOpened", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Open(testTopic, 1); !errors.Is(err, ErrOpened) || !strings.Contains(err.Error(), testTopic) {
+		t.Fatalf("Open after Close: %v, want ErrOpened naming the topic", err)
+	}
+	// Nothing is held: another Backend opens the topic.
+	b2, err := openErr(dir, 1)
+	if err != nil {
+		t.Fatalf("open by a new Backend after Close: %v", err)
+	}
+	// An Open that failed holds nothing and may be tried again.
+	b3, err := New[string](dir, SegmentSize(MinSegmentSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b3.Open(testTopic, 1); !errors.Is(err, ErrLocked) {
+		t.Fatalf("Open of a locked topic: %v, want ErrLocked", err)
+	}
+	if err := b2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b3.Open(testTopic, 1); err != nil {
+		t.Fatalf("Open again after the lock was released: %v", err)
+	}
+	if err := b3.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
