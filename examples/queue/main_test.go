@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel/isb"
 	"go.uber.org/goleak"
 )
 
@@ -39,4 +40,22 @@ func TestRunStopsWhenCancelled(t *testing.T) {
 		t.Fatalf("run after cancel = %v; want context.Canceled\n%s", err, out.String())
 	}
 	// goleak (TestMain) checks that every producer and consumer stopped.
+}
+
+// TestTallyEndsOnDuplicates: a duplicate that makes the count jump past the
+// expected total still ends the wait, and check reports it.
+func TestTallyEndsOnDuplicates(t *testing.T) {
+	tl := newTally(1, 3)
+	tl.add(isb.Batch[Order]{Items: []Order{{Producer: 0, Seq: 0}, {Producer: 0, Seq: 1}}})
+	tl.add(isb.Batch[Order]{Items: []Order{{Producer: 0, Seq: 1}, {Producer: 0, Seq: 2}}}) // 4 > 3
+	select {
+	case <-tl.allReceived:
+	default:
+		t.Fatal("allReceived not closed after 4 of 3 orders")
+	}
+	tl.add(isb.Batch[Order]{Items: []Order{{Producer: 0, Seq: 2}}}) // must not close again
+	err := tl.check("g")
+	if err == nil || !strings.Contains(err.Error(), "group g: 2 duplicates") || !strings.Contains(err.Error(), "2 orders out of order") {
+		t.Fatalf("check = %v, want 2 duplicates and 2 out of order", err)
+	}
 }
