@@ -46,6 +46,7 @@ type OptionError struct {
 	Reason string // e.g. "must be at least 1"
 }
 
+// Error names the option, the reason and the rejected value.
 func (e *OptionError) Error() string {
 	v := e.Value
 	if s, ok := v.(string); ok {
@@ -66,6 +67,7 @@ type TypeError struct {
 	Got   reflect.Type // the type the topic was registered with
 }
 
+// Error names the topic and both element types.
 func (e *TypeError) Error() string {
 	return fmt.Sprintf("isb: topic %q holds %v, not %v", e.Topic, e.Got, e.Want)
 }

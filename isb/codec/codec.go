@@ -38,6 +38,7 @@ type Error struct {
 	Err   error
 }
 
+// Error names the codec, the operation and the underlying error.
 func (e *Error) Error() string { return fmt.Sprintf("codec: %s %s: %v", e.Codec, e.Op, e.Err) }
 
 // Unwrap returns the underlying serializer's error.

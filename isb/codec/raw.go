@@ -14,6 +14,7 @@ type TypeError struct {
 	Kind reflect.Kind // the rejected kind, e.g. reflect.String
 }
 
+// Error names the type, the rejected field path and its kind.
 func (e *TypeError) Error() string {
 	return fmt.Sprintf("codec: raw cannot copy %v: %s is a %v (only fixed-size values without pointers: bools, numbers, arrays and structs of them)", e.Type, e.Path, e.Kind)
 }

@@ -30,6 +30,7 @@ type OffsetError struct {
 	Tail      int64  // the log's tail when the call was made
 }
 
+// Error names the topic, partition, operation, offset and retained range.
 func (e *OffsetError) Error() string {
 	return fmt.Sprintf("memory: topic %q partition %d: %s at offset %d: the log holds [%d, %d)",
 		e.Topic, e.Partition, e.Op, e.Offset, e.Head, e.Tail)

@@ -38,6 +38,7 @@ type CorruptError struct {
 	Reason string
 }
 
+// Error names the file, the byte position when known, and the reason.
 func (e *CorruptError) Error() string {
 	if e.Offset < 0 {
 		return fmt.Sprintf("mmap: corrupt %s: %s", e.File, e.Reason)
@@ -56,6 +57,7 @@ type TooLargeError struct {
 	Max    int // the largest record a segment holds
 }
 
+// Error gives the item's index, its record size and the limit.
 func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("mmap: item %d of the batch encodes to a %d-byte record, larger than the %d bytes a segment holds (raise SegmentSize)", e.Index, e.Record, e.Max)
 }

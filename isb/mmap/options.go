@@ -84,6 +84,7 @@ func Batch(n int) FlushPolicy { return FlushPolicy{kind: flushBatch, every: n} }
 // the last d may be lost in a crash of the machine.
 func Interval(d time.Duration) FlushPolicy { return FlushPolicy{kind: flushInterval, after: d} }
 
+// String returns the policy as its constructor call, e.g. "Batch(100)".
 func (p FlushPolicy) String() string {
 	switch p.kind {
 	case flushImmediate:
