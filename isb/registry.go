@@ -19,8 +19,12 @@ type registered struct {
 	elem  reflect.Type
 }
 
-// Register adds t under its name; a name registered twice is ErrTopicExists.
+// Register adds t under its name; a name registered twice is ErrTopicExists,
+// a nil t an *OptionError.
 func Register[T any](r *Registry, t *Topic[T]) error {
+	if t == nil {
+		return &OptionError{Option: "topic", Value: "nil", Reason: "must not be nil"}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.topics[t.Name()]; ok {

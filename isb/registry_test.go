@@ -71,3 +71,16 @@ func TestRegistry(t *testing.T) {
 		t.Fatalf("ProducerOf of an unknown name = %v", err)
 	}
 }
+
+// TestRegisterNil: a nil topic is an error naming it, not a panic.
+func TestRegisterNil(t *testing.T) {
+	var r isb.Registry
+	err := isb.Register[string](&r, nil)
+	var oe *isb.OptionError
+	if !errors.As(err, &oe) || oe.Option != "topic" {
+		t.Fatalf("Register(nil) = %v, want an *OptionError naming the topic", err)
+	}
+	if _, err := isb.Lookup[string](&r, ""); !errors.Is(err, isb.ErrUnknownTopic) {
+		t.Fatalf("Lookup after Register(nil) = %v, want ErrUnknownTopic (nothing registered)", err)
+	}
+}
