@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/runnel-dev/runnel/isb"
 )
@@ -26,6 +27,11 @@ func (s suite) closeWakes(t *testing.T) {
 	go func() { _, err := cs[1].Pull(ctx); pulled <- err }() // partition 1 is empty
 	go func() { produced <- pr.Produce(ctx, Item{Producer: 1}) }()
 	waitFor(t, ctx, "the producer queued", func() bool { return tp.Waiting() == 1 })
+	select { // let the Pull block too, so Close wakes it (see consumerCloseWakesPull)
+	case err := <-pulled:
+		t.Fatalf("Pull of an empty partition returned %v before Close", err)
+	case <-time.After(quiet):
+	}
 	h := &handled{handler: func(int, isb.Batch[Item]) error { return nil }}
 	push, err := tp.Subscribe("push", h.handle)
 	if err != nil {
@@ -80,6 +86,13 @@ func (s suite) consumerCloseWakesPull(t *testing.T) {
 	}
 	pulled := make(chan error, 1)
 	go func() { _, err := c.Pull(ctx); pulled <- err }()
+	// Give the Pull time to block, so Close wakes it rather than finding
+	// it not yet started; it must not return on its own meanwhile.
+	select {
+	case err := <-pulled:
+		t.Fatalf("Pull on an empty topic returned %v before Close", err)
+	case <-time.After(quiet):
+	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
