@@ -101,6 +101,12 @@ func writeFallback[T any](ctx context.Context, cfg Config, fallback vertex.Sink[
 		if err != nil {
 			return struct{}{}, err
 		}
+		if res != nil && len(res) != len(msgs) {
+			// A short answer would leave messages neither delivered nor
+			// retried, yet acked: fail at once, as the main sink does.
+			return struct{}{}, &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica,
+				Err: fmt.Errorf("%w: fallback sink returned %d results for %d messages", vertex.ErrResultCount, len(res), len(msgs))}
+		}
 		for _, r := range res {
 			if r != vertex.ResultOK {
 				return struct{}{}, fmt.Errorf("fallback sink answered %s", r)
@@ -109,6 +115,9 @@ func writeFallback[T any](ctx context.Context, cfg Config, fallback vertex.Sink[
 		return struct{}{}, nil
 	}
 	if _, err := call(); err != nil {
+		if _, ok := err.(*ProcessError); ok {
+			return err
+		}
 		if _, attempts, err := retryAfter(ctx, cfg.Options.Retry, cfg.Counters, err, call); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

@@ -1,0 +1,59 @@
+package forwarder
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/runnel-dev/runnel/isb"
+	"github.com/runnel-dev/runnel/vertex"
+)
+
+// A fallback sink that answers fewer results than messages fails the
+// replica with ErrResultCount instead of acking the messages it did not
+// answer for.
+func TestRunSinkShortFallbackAnswerFails(t *testing.T) {
+	in := newTopic(t, "in")
+	if _, err := in.Producer(nil).ProduceTo(context.Background(), 0, values(3)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := in.PullConsumer("sink", isb.BatchSize(3), isb.ManualCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	toFallback := vertex.SinkFunc[int](func(_ context.Context, msgs []msg) ([]vertex.Result, error) {
+		res := make([]vertex.Result, len(msgs))
+		for i := range res {
+			res[i] = vertex.ResultFallback
+		}
+		return res, nil
+	})
+	fallbackCalls := 0
+	short := vertex.SinkFunc[int](func(_ context.Context, msgs []msg) ([]vertex.Result, error) {
+		fallbackCalls++
+		return make([]vertex.Result, len(msgs)-1), nil
+	})
+	cnt := &Counters{}
+	opts, err := vertex.NewConfig(vertex.BatchSize(3), vertex.Concurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fail stops the replica, as the pipeline does; the timeout only keeps
+	// a regression (messages acked, nothing failing) from hanging the test.
+	hard, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	cfg := Config{Vertex: "out", Options: opts, Counters: cnt, Fail: func(error) { stop() }}
+	err = RunSink(hard, hard, cfg, Input[int]{Consumer: c, Partitions: 1}, vertex.Sink[int](toFallback), vertex.Sink[int](short))
+	var pe *ProcessError
+	if !errors.Is(err, vertex.ErrResultCount) || !errors.As(err, &pe) || pe.Vertex != "out" {
+		t.Fatalf("RunSink = %v; want a *ProcessError of vertex out wrapping ErrResultCount", err)
+	}
+	if s := cnt.Snapshot(); s.Acked != 0 || s.Fallback != 0 || fallbackCalls != 1 {
+		t.Errorf("acked %d, fallback %d, fallback calls %d; want 0, 0, 1 (no retry of a programming error)", s.Acked, s.Fallback, fallbackCalls)
+	}
+	if p := in.Pending("sink"); p != 3 {
+		t.Errorf("pending %d after the failure; want 3 (nothing committed)", p)
+	}
+}
