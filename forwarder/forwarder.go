@@ -33,7 +33,10 @@ type Config struct {
 }
 
 // Input is a replica's input buffer: its consumer and the buffer's
-// partition count.
+// partition count. The consumer must use isb.ManualCommit (an auto commit
+// on the next Pull would commit messages not yet acked) and a batch size of
+// at most Options.BatchSize (the reader holds one permit per message, and
+// acquires BatchSize permits per Pull).
 type Input[T any] struct {
 	Consumer   *isb.PullConsumer[vertex.Message[T]]
 	Partitions int
