@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
@@ -14,8 +15,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// signalWriter collects what run writes and closes first when the first
-// block of counters (ended by a blank line) is complete.
+// signalWriter collects what run writes and closes first once a line of
+// counters shows that the averages sink has read something (run writes
+// each line in one Write).
 type signalWriter struct {
 	mu    sync.Mutex
 	buf   bytes.Buffer
@@ -26,11 +28,11 @@ type signalWriter struct {
 func (w *signalWriter) Write(b []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	n, err := w.buf.Write(b)
-	if strings.Contains(w.buf.String(), "\n\n") {
+	var read int64
+	if _, err := fmt.Sscanf(string(b), "averages read %d", &read); err == nil && read > 0 {
 		w.once.Do(func() { close(w.first) })
 	}
-	return n, err
+	return w.buf.Write(b)
 }
 
 func (w *signalWriter) String() string {
@@ -41,8 +43,8 @@ func (w *signalWriter) String() string {
 
 type counters struct{ read, written, acked, inFlight, pending int64 }
 
-// TestRunStopsCleanlyOnCancel cancels the pipeline once it has printed its
-// counters once and checks that run drains before returning: nothing in
+// TestRunStopsCleanlyOnCancel cancels the pipeline once its counters show
+// readings at the averages sink and checks that run drains before returning: nothing in
 // flight or pending, every vertex acked all it read, and every reading the
 // sink got appears in exactly one sensor's mean.
 func TestRunStopsCleanlyOnCancel(t *testing.T) {
@@ -55,6 +57,10 @@ func TestRunStopsCleanlyOnCancel(t *testing.T) {
 	case <-w.first:
 	case err := <-done:
 		t.Fatalf("run returned %v before it was cancelled\n%s", err, w.String())
+	case <-time.After(time.Minute):
+		cancel()
+		<-done
+		t.Fatalf("the averages sink read nothing in a minute\n%s", w.String())
 	}
 	cancel()
 	if err := <-done; err != nil {
