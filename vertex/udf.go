@@ -9,7 +9,8 @@ type MapFunc[In, Out any] func(ctx context.Context, m Message[In]) ([]Message[Ou
 
 // MapStreamFunc emits the outputs of one input as they are produced: each
 // emit writes its message downstream before returning. emit is valid only
-// until the function returns. The input is acked
+// until the function returns, and is not safe for concurrent use (it
+// reuses one write buffer): call it from one goroutine. The input is acked
 // when the function returns nil. A retried call emits again, so outputs
 // emitted before a failure may be delivered twice (at-least-once).
 type MapStreamFunc[In, Out any] func(ctx context.Context, m Message[In], emit func(Message[Out]) error) error
