@@ -72,7 +72,13 @@ func RunSource[T any](soft, hard context.Context, cfg Config, src vertex.Source[
 				return fail(werr)
 			}
 			if acker != nil {
-				if aerr := acker.Ack(hard, msgs); aerr != nil && hard.Err() == nil {
+				if aerr := acker.Ack(hard, msgs); aerr != nil {
+					// Written but not acked to the source: neither acked
+					// nor in flight any more.
+					cfg.Counters.inFlight.Add(-int64(n))
+					if hard.Err() != nil {
+						return nil
+					}
 					return fail(aerr)
 				}
 			}

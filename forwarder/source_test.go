@@ -159,3 +159,29 @@ func (c *cancelAfterFirstErr) Err() error {
 	}
 	return c.after.Err()
 }
+
+// failingAcker fails every Ack.
+type failingAcker struct {
+	*vertex.SliceSource[int]
+	err error
+}
+
+func (a *failingAcker) Ack(context.Context, []msg) error { return a.err }
+
+// A failed Ack to the source fails the replica; the batch was written but
+// is not counted as acked, and nothing stays counted in flight.
+func TestRunSourceAckFailure(t *testing.T) {
+	boom := errors.New("ack refused")
+	src := &failingAcker{SliceSource: vertex.FromSlice([]int{1, 2}), err: boom}
+	out := newTopic(t, "out")
+	cnt := &Counters{}
+	cfg := Config{Vertex: "src", Options: vertex.Config{BatchSize: 10}, Counters: cnt}
+	err := RunSource(context.Background(), context.Background(), cfg, vertex.Source[int](src), []Edge[int]{{To: "out", Topic: out}})
+	var pe *ProcessError
+	if !errors.Is(err, boom) || !errors.As(err, &pe) || pe.Vertex != "src" {
+		t.Fatalf("RunSource = %v; want a *ProcessError of src wrapping the ack error", err)
+	}
+	if s := cnt.Snapshot(); s.Read != 2 || s.Written != 2 || s.Acked != 0 || s.InFlight != 0 {
+		t.Errorf("counters %+v; want read 2, written 2, acked 0, in flight 0", s)
+	}
+}
