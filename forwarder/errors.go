@@ -16,6 +16,9 @@ var (
 	// ErrNoSuchEdge is returned by Writer.WriteControl for a destination
 	// or partition the writer does not write to.
 	ErrNoSuchEdge = errors.New("forwarder: no such edge")
+	// ErrReservedTag is returned by Writer.Write for a message carrying
+	// ControlTag: readers would skip it as a control message, losing it.
+	ErrReservedTag = errors.New("forwarder: message carries a reserved tag")
 )
 
 // ProcessError reports a failure of one replica: a UDF, a sink, a source,

@@ -85,7 +85,10 @@ func (w *Writer[T]) Write(ctx context.Context, msgs []vertex.Message[T], buf *Wr
 	if len(msgs) == 0 {
 		return nil
 	}
-	drops := hasDrop(msgs)
+	drops, err := scanTags(msgs)
+	if err != nil {
+		return err
+	}
 	for i := range w.edges {
 		e := &w.edges[i]
 		if e.When == nil && !drops {
@@ -122,14 +125,21 @@ func (w *Writer[T]) Write(ctx context.Context, msgs []vertex.Message[T], buf *Wr
 	return nil
 }
 
-// hasDrop reports whether a message of msgs carries vertex.DropTag.
-func hasDrop[T any](msgs []vertex.Message[T]) bool {
+// scanTags reports whether a message of msgs carries vertex.DropTag, and
+// refuses (ErrReservedTag) a message carrying ControlTag, which a reader
+// would skip unprocessed. Messages without tags cost one length check.
+func scanTags[T any](msgs []vertex.Message[T]) (drops bool, err error) {
 	for k := range msgs {
-		if len(msgs[k].Tags) > 0 && msgs[k].HasTag(vertex.DropTag) {
-			return true
+		for _, t := range msgs[k].Tags {
+			switch t {
+			case vertex.DropTag:
+				drops = true
+			case ControlTag:
+				return false, fmt.Errorf("%w: message %q is tagged %q", ErrReservedTag, msgs[k].ID, t)
+			}
 		}
 	}
-	return false
+	return drops, nil
 }
 
 // countUnrouted counts the messages of msgs that no edge carries.

@@ -221,3 +221,23 @@ func TestWriterOffsetsAndControl(t *testing.T) {
 		t.Fatalf("WriteControl to a partition out of range: %v", err)
 	}
 }
+
+// A message tagged ControlTag by user code would be skipped by the reader
+// downstream as a control message: the writer refuses the whole write
+// (nothing is written), naming the message.
+func TestWriterRefusesControlTag(t *testing.T) {
+	out := newTopic(t, "out")
+	c := &Counters{}
+	w := NewWriter([]Edge[int]{{To: "out", Topic: out}}, c, nil, nil)
+	in := []msg{{ID: "ok"}, {ID: "sneaky", Tags: []string{"a", ControlTag}}}
+	err := w.Write(context.Background(), in, &WriteBuffer[int]{})
+	if !errors.Is(err, ErrReservedTag) || err.Error() != `forwarder: message carries a reserved tag: message "sneaky" is tagged "runnel/control"` {
+		t.Fatalf("Write = %v; want ErrReservedTag naming sneaky", err)
+	}
+	if got := drain(t, out); len(got) != 0 {
+		t.Errorf("written %v; want nothing", got)
+	}
+	if s := c.Snapshot(); s.Written != 0 {
+		t.Errorf("written %d; want 0", s.Written)
+	}
+}
