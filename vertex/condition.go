@@ -1,6 +1,9 @@
 package vertex
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Condition decides from a message's tags whether an edge carries it. Build
 // one with [AnyTag], [AllTags], [Not], [And] and [Or]; a nil Condition
@@ -98,6 +101,10 @@ func (c *Condition) validate() string {
 			if t == "" {
 				return "a tag condition has an empty tag"
 			}
+			if strings.HasPrefix(t, ReservedTagPrefix) {
+				// Dropped and control messages never reach an edge.
+				return "tag " + strconv.Quote(t) + " is reserved (prefix " + ReservedTagPrefix + ")"
+			}
 		}
 		return ""
 	case opNot:
@@ -120,7 +127,8 @@ func (c *Condition) validate() string {
 }
 
 // ValidateCondition returns an error wrapping [ErrInvalidCondition] when c
-// cannot match as written (no tags, an empty tag, a zero Condition).
+// cannot match as written (no tags, an empty tag, a tag under
+// [ReservedTagPrefix], a zero Condition).
 func ValidateCondition(c *Condition) error {
 	if msg := c.validate(); msg != "" {
 		return &ConditionError{Condition: c.String(), Reason: msg}

@@ -42,6 +42,11 @@ func TestConditions(t *testing.T) {
 	if err := ValidateCondition(Not(And(AnyTag("a"), AllTags("b")))); err != nil {
 		t.Errorf("a valid condition: %v", err)
 	}
+	// A reserved tag never reaches an edge: a condition on it is a mistake.
+	err := ValidateCondition(Or(AnyTag("a"), AllTags("b", DropTag)))
+	if want := `vertex: condition or(any(a),all(b,runnel/drop)): tag "runnel/drop" is reserved (prefix runnel/)`; !errors.Is(err, ErrInvalidCondition) || err.Error() != want {
+		t.Errorf("ValidateCondition with a reserved tag = %v; want %q", err, want)
+	}
 }
 
 func TestNewConfigDefaultsAndErrors(t *testing.T) {
