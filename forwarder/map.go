@@ -111,7 +111,9 @@ func RunMapStream[In, Out any](hard, stop context.Context, cfg Config, in Input[
 // RunBatchMap runs one replica of a batch-map vertex: fn is called once per
 // read batch, and the batch is acked when all outputs are written. When
 // the retries of a batch are exhausted under DropMessage, the whole batch
-// is dropped.
+// is dropped. A call that returns a number of results other than the
+// number of messages fails the replica with [vertex.ErrResultCount], even
+// after a retry and whatever the retry policy.
 func RunBatchMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn vertex.BatchMapFunc[In, Out]) error {
 	var w *Writer[Out]
 	return runReplica(hard, stop, cfg, in, chunkWhole, func() idler { return w }, func(r *reader[In]) handler[In] {
@@ -127,22 +129,12 @@ func RunBatchMap[In, Out any](hard, stop context.Context, cfg Config, in Input[I
 				msgs = append(msgs, chunk[i].msg)
 			}
 			defer clear(msgs)
-			call := func() ([][]vertex.Message[Out], error) {
-				res, err := fn(ctx, msgs)
-				if err == nil && len(res) != len(msgs) {
-					// A programming error, not a transient one: fail at once.
-					return nil, &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica,
-						Err: fmt.Errorf("%w: batch map returned %d results for %d messages", vertex.ErrResultCount, len(res), len(msgs))}
-				}
-				return res, err
-			}
-			res, err := call()
+			res, err := fn(ctx, msgs)
 			if err != nil {
-				if _, ok := err.(*ProcessError); ok {
-					return err
-				}
 				var attempts int
-				res, attempts, err = retryAfter(ctx, cfg.Options.Retry, cfg.Counters, err, call)
+				res, attempts, err = retryAfter(ctx, cfg.Options.Retry, cfg.Counters, err, func() ([][]vertex.Message[Out], error) {
+					return fn(ctx, msgs)
+				})
 				if err != nil {
 					if err := exhausted(ctx, cfg, msgs[0].ID, attempts, err); err != nil {
 						return err
@@ -150,6 +142,14 @@ func RunBatchMap[In, Out any](hard, stop context.Context, cfg Config, in Input[I
 					cfg.Counters.dropped.Add(int64(len(msgs) - 1)) // exhausted counted one
 					return nil
 				}
+			}
+			// Checked only on the call that succeeded, outside the retry
+			// loop: a wrong count is a programming error, which a retry
+			// cannot mend and the DropMessage policy must not hide by
+			// dropping the batch, so the replica fails at once.
+			if len(res) != len(msgs) {
+				return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica,
+					Err: fmt.Errorf("%w: batch map returned %d results for %d messages", vertex.ErrResultCount, len(res), len(msgs))}
 			}
 			outs = outs[:0]
 			for _, o := range res {
