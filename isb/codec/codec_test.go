@@ -225,3 +225,59 @@ func ExampleJSON() {
 	fmt.Println(string(b))
 	// Output: {"id":1,"price":2.5}
 }
+
+// A bool byte other than 0 or 1 would decode into a value that is neither
+// true nor false to Go, so Raw must refuse it and say which field and byte.
+func TestRawRejectsInvalidBool(t *testing.T) {
+	type flags struct {
+		N   uint16
+		On  bool
+		Bit [2]struct {
+			V  uint8
+			Up bool
+		}
+		Set [3]bool
+	}
+	c, err := codec.Raw[flags]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid, err := c.Append(nil, flags{On: true, Set: [3]bool{true, false, true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		off  int
+		path string
+	}{
+		{2, "codec_test.flags.On"},
+		{4, "codec_test.flags.Bit[0].Up"},
+		{6, "codec_test.flags.Bit[1].Up"},
+		{7, "codec_test.flags.Set[0]"},
+		{9, "codec_test.flags.Set[2]"},
+	}
+	for _, tc := range cases {
+		b := append([]byte(nil), valid...)
+		b[tc.off] = 2
+		var out flags
+		err := c.Decode(b, &out)
+		var ce *codec.Error
+		var be *codec.BoolError
+		if !errors.Is(err, codec.ErrDecode) || !errors.As(err, &ce) || !errors.As(err, &be) {
+			t.Fatalf("byte %d = 2: err = %v, want *codec.Error matching ErrDecode with a *BoolError", tc.off, err)
+		}
+		if be.Offset != tc.off || be.Path != tc.path || be.Value != 2 {
+			t.Fatalf("byte %d: got %+v, want offset %d path %s value 2", tc.off, *be, tc.off, tc.path)
+		}
+		if out != (flags{}) {
+			t.Fatalf("byte %d: *v = %+v after a refused decode, want it untouched", tc.off, out)
+		}
+	}
+	// The non-bool bytes may hold anything.
+	b := append([]byte(nil), valid...)
+	b[0], b[3], b[5] = 0xff, 0xff, 0xff
+	var out flags
+	if err := c.Decode(b, &out); err != nil || out.N != 0xff || out.Bit[0].V != 0xff || out.Bit[1].V != 0xff || !out.On || out.Set != [3]bool{true, false, true} {
+		t.Fatalf("got %+v, %v; want the non-bool bytes accepted", out, err)
+	}
+}

@@ -30,12 +30,14 @@ func (e *TypeError) Is(target error) bool { return target == ErrUnsupportedType 
 //
 // The bytes use the machine's byte order and Go's field layout, padding
 // included: they are not portable across architectures or changes of T.
+// Decode refuses a bool byte other than 0 or 1 with a *BoolError (under an
+// *Error matching ErrDecode), since arbitrary bytes would make invalid bools.
 func Raw[T any]() (Codec[T], error) {
 	t := reflect.TypeFor[T]()
 	if err := checkRaw(t, t, t.String()); err != nil {
 		return nil, err
 	}
-	return rawCodec[T]{size: int(t.Size())}, nil
+	return rawCodec[T]{size: int(t.Size()), bools: boolRuns(t, 0, nil)}, nil
 }
 
 // checkRaw walks t and returns the first part that is not plain memory.
@@ -61,7 +63,71 @@ func checkRaw(root, t reflect.Type, path string) error {
 	}
 }
 
-type rawCodec[T any] struct{ size int }
+// BoolError is the cause (under an *Error matching ErrDecode) when Raw
+// decodes a byte other than 0 or 1 into a bool: Go assumes a bool's byte is
+// one of those two, so any other value would make the decoded item behave
+// unpredictably (true and not equal to true at once).
+type BoolError struct {
+	Path   string // the bool's field path, e.g. "pkg.T.Flags[3]"
+	Offset int    // the byte's offset in the decoded input
+	Value  byte   // the byte found
+}
+
+// Error names the field, the byte offset and the byte found.
+func (e *BoolError) Error() string {
+	return fmt.Sprintf("byte %d (%s) is 0x%02x, a bool must be 0 or 1", e.Offset, e.Path, e.Value)
+}
+
+// boolRun is a run of n consecutive bool bytes starting at off.
+type boolRun struct{ off, n int }
+
+// boolRuns appends the bool bytes of t, placed at base, to runs, merging
+// adjacent ones so that a [N]bool costs one run, not N.
+func boolRuns(t reflect.Type, base int, runs []boolRun) []boolRun {
+	switch t.Kind() {
+	case reflect.Bool:
+		if k := len(runs) - 1; k >= 0 && runs[k].off+runs[k].n == base {
+			runs[k].n++
+			return runs
+		}
+		return append(runs, boolRun{off: base, n: 1})
+	case reflect.Array:
+		size := int(t.Elem().Size())
+		for i := range t.Len() {
+			runs = boolRuns(t.Elem(), base+i*size, runs)
+		}
+	case reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			runs = boolRuns(f.Type, base+int(f.Offset), runs)
+		}
+	}
+	return runs
+}
+
+// boolPath names the bool at byte off of t; it is only called on the error
+// path, so the codec keeps offsets, not one string per bool.
+func boolPath(t reflect.Type, off int, path string) string {
+	switch t.Kind() {
+	case reflect.Array:
+		size := int(t.Elem().Size())
+		i := off / size
+		return boolPath(t.Elem(), off-i*size, fmt.Sprintf("%s[%d]", path, i))
+	case reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if off >= int(f.Offset) && off < int(f.Offset+f.Type.Size()) {
+				return boolPath(f.Type, off-int(f.Offset), path+"."+f.Name)
+			}
+		}
+	}
+	return path
+}
+
+type rawCodec[T any] struct {
+	size  int
+	bools []boolRun // where T holds bools, checked on decode
+}
 
 func (rawCodec[T]) Name() string { return "raw" }
 
@@ -72,6 +138,15 @@ func (c rawCodec[T]) Append(dst []byte, v T) ([]byte, error) {
 func (c rawCodec[T]) Decode(src []byte, v *T) error {
 	if len(src) != c.size {
 		return &Error{Codec: "raw", Op: opDecode, Err: fmt.Errorf("got %d bytes, %v needs exactly %d", len(src), reflect.TypeFor[T](), c.size)}
+	}
+	// Check before copying, so that *v never holds an invalid bool.
+	for _, r := range c.bools {
+		for i := r.off; i < r.off+r.n; i++ {
+			if src[i] > 1 {
+				t := reflect.TypeFor[T]()
+				return &Error{Codec: "raw", Op: opDecode, Err: &BoolError{Path: boolPath(t, i, t.String()), Offset: i, Value: src[i]}}
+			}
+		}
 	}
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(v)), c.size), src)
 	return nil
