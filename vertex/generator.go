@@ -20,7 +20,9 @@ type genConfig struct {
 }
 
 // Rate limits the generator to perSecond messages per second over all
-// replicas (default unlimited).
+// replicas (default unlimited). The interval between two messages,
+// 1/perSecond seconds, must fit a [time.Duration] (about 292 years), so
+// Validate refuses a rate below about 1.08e-10.
 func Rate(perSecond float64) GeneratorOption { return func(c *genConfig) { c.rate = perSecond } }
 
 // Count ends the generator after n messages (default unlimited).
@@ -33,6 +35,10 @@ func Keys(n int) GeneratorOption { return func(c *genConfig) { c.keys = n } }
 func EventTimes(f func(i int64) time.Time) GeneratorOption {
 	return func(c *genConfig) { c.eventTime = f }
 }
+
+// maxWait is the longest Duration as a float64 that converts back exactly
+// (float64(math.MaxInt64) rounds up to 2^63, which does not fit).
+var maxWait = math.Nextafter(math.MaxInt64, 0)
 
 // GeneratorSource is the [Source] returned by [Generator].
 type GeneratorSource[T any] struct {
@@ -70,6 +76,10 @@ func (g *GeneratorSource[T]) Validate() error {
 		return &OptionError{Option: "Generator", Value: nil, Reason: "needs a value function"}
 	case g.cfg.rate < 0 || math.IsNaN(g.cfg.rate) || math.IsInf(g.cfg.rate, 0):
 		return &OptionError{Option: "Rate", Value: g.cfg.rate, Reason: "must be 0 (unlimited) or a positive finite number"}
+	case g.cfg.rate > 0 && float64(time.Second)/g.cfg.rate >= math.MaxInt64:
+		// reserve converts waits of up to one interval to a Duration; a
+		// larger one would overflow int64 into a meaningless wait.
+		return &OptionError{Option: "Rate", Value: g.cfg.rate, Reason: "is too small: the interval between two messages (1/rate seconds) must fit a time.Duration, so the rate must be at least about 1.08e-10"}
 	case g.cfg.count < 0:
 		return &OptionError{Option: "Count", Value: g.cfg.count, Reason: "must be 0 (unlimited) or positive"}
 	case g.cfg.keys < 0:
@@ -128,8 +138,11 @@ func (g *GeneratorSource[T]) reserve(maxN int) (first int64, n int, wait time.Du
 			// Message i is due at start + i/rate; one is due at once.
 			due := int64(float64(now-g.start.Load())/1e9*g.cfg.rate) + 1
 			if due <= cur {
-				at := g.start.Load() + int64(float64(cur)/g.cfg.rate*1e9)
-				return 0, 0, time.Duration(max(at-now, int64(time.Microsecond)))
+				// Computed from now rather than as an absolute time: start
+				// plus a slow rate's interval would overflow int64. Validate
+				// keeps one interval, the longest wait, within a Duration.
+				wait := float64(cur)/g.cfg.rate*1e9 - float64(now-g.start.Load())
+				return 0, 0, time.Duration(min(max(wait, float64(time.Microsecond)), maxWait))
 			}
 			limit = min(limit, due)
 		}

@@ -149,6 +149,34 @@ func TestGeneratorRate(t *testing.T) {
 	}
 }
 
+// A rate so small that the interval between two messages does not fit a
+// time.Duration is refused by name and value; the smallest rate accepted
+// waits its whole interval for the second message instead of overflowing
+// into a busy loop.
+func TestGeneratorRateRange(t *testing.T) {
+	for _, r := range []float64{1e-12, 1e-10} {
+		err := Generator(func(int64) int { return 0 }, Rate(r)).Validate()
+		var oe *OptionError
+		if !errors.Is(err, ErrInvalidOption) || !errors.As(err, &oe) || oe.Option != "Rate" || oe.Value != r {
+			t.Errorf("Validate with Rate(%g) = %v; want an *OptionError naming Rate and %g", r, err, r)
+		}
+	}
+	const slowest = 1.1e-10 // an interval of about 290 years
+	g := Generator(func(i int64) int { return int(i) }, Rate(slowest))
+	if err := g.Validate(); err != nil {
+		t.Fatalf("Validate with Rate(%g) = %v; want nil", slowest, err)
+	}
+	if _, n, wait := g.reserve(10); n != 1 || wait != 0 {
+		t.Fatalf("first reserve: %d messages, wait %v; want 1 at once", n, wait)
+	}
+	// Less than a day of the interval can have passed since the first
+	// reserve, however slow the machine; a second covers float rounding.
+	interval := time.Duration(float64(time.Second) / slowest)
+	if _, n, wait := g.reserve(10); n != 0 || wait > interval+time.Second || wait < interval-24*time.Hour {
+		t.Fatalf("second reserve: %d messages, wait %v; want 0 and a wait within a day of %v", n, wait, interval)
+	}
+}
+
 func TestSliceChannelAndSeqSources(t *testing.T) {
 	if got := readAll[string](t, FromSlice([]string{"a", "b", "c"}), 2); len(got) != 3 || got[2].ID != "2" || got[2].Value != "c" {
 		t.Fatalf("slice: %+v", got)
