@@ -24,6 +24,8 @@ var (
 	// ErrOutOfRange is returned by Read for an offset outside [Head, Tail)
 	// and by Commit for an offset beyond Tail.
 	ErrOutOfRange = errors.New("mmap: offset out of range")
+	// ErrReadSize is returned by a Read asking for fewer than one item.
+	ErrReadSize = errors.New("mmap: read size must be at least 1")
 )
 
 // errFault is wrapped by the error of a memory fault on a mapping.

@@ -326,9 +326,10 @@ func (p *partition[T]) loadFailed() error {
 	return p.failed
 }
 
-// Read decodes up to max records from offset into buf. A record that fails
-// its checks is a *CorruptError naming the segment and byte position; the
-// records before it in the batch are returned first.
+// Read decodes up to max records from offset into buf; max < 1 is
+// ErrReadSize, as in isb/memory. A record that fails its checks is a
+// *CorruptError naming the segment and byte position; the records before it
+// in the batch are returned first.
 func (p *partition[T]) Read(offset int64, max int, buf []T) ([]T, error) {
 	p.closeMu.RLock()
 	defer p.closeMu.RUnlock()
@@ -340,7 +341,7 @@ func (p *partition[T]) Read(offset int64, max int, buf []T) ([]T, error) {
 		return nil, fmt.Errorf("%w: partition %d: read at %d, retained [%d, %d)", ErrOutOfRange, p.id, offset, head, tail)
 	}
 	if max < 1 {
-		max = 1
+		return nil, fmt.Errorf("%w: partition %d: read of %d items", ErrReadSize, p.id, max)
 	}
 	if len(buf) < max {
 		buf = make([]T, max)

@@ -65,6 +65,23 @@ func TestReadStopsAtSegmentEnd(t *testing.T) {
 	}
 }
 
+// A Read of fewer than one item is a caller's mistake, refused as the memory
+// backend refuses it, not silently turned into a read of one.
+func TestReadSizeBelowOne(t *testing.T) {
+	b := open(t, t.TempDir(), 1)
+	l := b.Partition(0)
+	appendItems(t, l, 0, 5, 5)
+	for _, max := range []int{0, -3} {
+		got, err := l.Read(0, max, nil)
+		if !errors.Is(err, ErrReadSize) || got != nil {
+			t.Fatalf("Read(0, %d) = %v, %v; want nil, ErrReadSize", max, got, err)
+		}
+		if want := fmt.Sprintf("read of %d items", max); !strings.Contains(err.Error(), want) {
+			t.Fatalf("Read(0, %d) error %q does not name the size (%q)", max, err, want)
+		}
+	}
+}
+
 func TestTooLargeStoresNothing(t *testing.T) {
 	b := open(t, t.TempDir(), 1)
 	l := b.Partition(0)
