@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -85,5 +84,4 @@ func TestMapSinkDeliversEveryMessageOnce(t *testing.T) {
 			t.Errorf("%s: read %d acked %d, want %d", s.Name, s.Read, s.Acked, n)
 		}
 	}
-	_ = strconv.Itoa
 }
