@@ -118,10 +118,16 @@ func writeCheckpoint(path string, kind checkpointKind, v checkpoint) error {
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
-	}
 	if err != nil {
+		// The temporary file is never read, but left behind it would sit in
+		// the directory until the next Open cleans it up.
+		if rerr := os.Remove(tmp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = errors.Join(err, fmt.Errorf("remove %s: %w", tmp, rerr))
+		}
+		return fmt.Errorf("mmap: write checkpoint %s: %w", path, err)
+	}
+	// After the rename tmp is gone: a failed directory fsync leaves nothing.
+	if err := syncDir(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("mmap: write checkpoint %s: %w", path, err)
 	}
 	return nil

@@ -75,3 +75,28 @@ func TestMkdirAllSynced(t *testing.T) {
 		t.Fatalf("mkdirAllSynced under a file: err = %v, want one naming %s", err, file)
 	}
 }
+
+// A failed replace removes its temporary file at once rather than leaving it
+// for the next Open. The rename fails here because the target is a non-empty
+// directory (a read-only directory would not stop root).
+func TestCheckpointFailureRemovesTemp(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, consumerFile)
+	if err := os.MkdirAll(filepath.Join(path, "keep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := writeCheckpoint(path, kindConsumer, checkpoint{7})
+	if err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("err = %v, want a failure naming %s", err, path)
+	}
+	if exists(path + tmpSuffix) {
+		t.Fatalf("%s left behind after a failed write", path+tmpSuffix)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != consumerFile || !entries[0].IsDir() {
+		t.Fatalf("directory holds %v, want only the untouched %s directory", entries, consumerFile)
+	}
+}
