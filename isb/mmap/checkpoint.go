@@ -137,7 +137,7 @@ func writeCheckpoint(path string, kind checkpointKind, v checkpoint) error {
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
-		return err
+		return fmt.Errorf("mmap: fsync directory %s: %w", dir, err)
 	}
 	err = d.Sync()
 	if cerr := d.Close(); err == nil {

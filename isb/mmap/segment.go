@@ -138,7 +138,7 @@ func (s *segment) ensureMapped() error {
 	defer f.Close()
 	data, err := mapFile(f, int64(s.size))
 	if err != nil {
-		return fmt.Errorf("mmap: map segment %s: %w", s.path, err)
+		return err // names the segment already
 	}
 	s.data = data
 	return nil
@@ -150,11 +150,11 @@ func (s *segment) ensureMapped() error {
 func mapFile(f *os.File, size int64) ([]byte, error) {
 	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
-		return nil, fmt.Errorf("mmap: %w", err)
+		return nil, fmt.Errorf("mmap: map %d bytes of %s: %w", size, f.Name(), err)
 	}
 	if err := unix.Madvise(data, unix.MADV_RANDOM); err != nil {
 		unix.Munmap(data)
-		return nil, fmt.Errorf("madvise: %w", err)
+		return nil, fmt.Errorf("mmap: madvise %s: %w", f.Name(), err)
 	}
 	return data, nil
 }
