@@ -2,10 +2,10 @@ package memory
 
 import (
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/runnel-dev/runnel/isb"
+	"github.com/runnel-dev/runnel/isb/internal/groupset"
 )
 
 // Backend is the in-memory storage of one topic; it implements
@@ -17,7 +17,7 @@ type Backend[T any] struct {
 	mu     sync.Mutex
 	topic  string
 	logs   []*Log[T] // set once by Open, read-only afterwards
-	groups map[string]struct{}
+	groups groupset.Set
 	closed bool
 }
 
@@ -30,7 +30,7 @@ func New[T any](opts ...Option) (*Backend[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Backend[T]{cfg: cfg, groups: make(map[string]struct{})}, nil
+	return &Backend[T]{cfg: cfg}, nil
 }
 
 // NewTopic returns a topic named name on a new memory Backend with the
@@ -61,7 +61,7 @@ func (b *Backend[T]) Open(topic string, partitions int) error {
 	b.topic = topic
 	logs := make([]*Log[T], partitions)
 	for p := range logs {
-		logs[p] = newLog[T](topic, p, b.cfg, b.addGroup)
+		logs[p] = newLog[T](topic, p, b.cfg, b.groups.Add)
 	}
 	b.logs = logs
 	return nil
@@ -81,22 +81,7 @@ func (b *Backend[T]) Log(p int) *Log[T] {
 }
 
 // Groups returns, sorted, the groups that have committed on any partition.
-func (b *Backend[T]) Groups() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	gs := make([]string, 0, len(b.groups))
-	for g := range b.groups {
-		gs = append(gs, g)
-	}
-	slices.Sort(gs)
-	return gs
-}
-
-func (b *Backend[T]) addGroup(group string) {
-	b.mu.Lock()
-	b.groups[group] = struct{}{}
-	b.mu.Unlock()
-}
+func (b *Backend[T]) Groups() []string { return b.groups.Sorted() }
 
 // Close makes every later Append, Read, Commit and Release fail with an
 // error matching isb.ErrClosed. It is idempotent.

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/runnel-dev/runnel/isb"
+	"github.com/runnel-dev/runnel/isb/internal/groupset"
 )
 
 // Backend is the memory-mapped storage of one topic; it implements
@@ -25,8 +25,7 @@ type Backend[T any] struct {
 	lock     *os.File
 	parts    []*partition[T]
 
-	groupsMu sync.Mutex
-	groups   map[string]struct{}
+	groups groupset.Set
 
 	stop chan struct{}  // closed by Close to stop the interval flusher
 	wg   sync.WaitGroup // the interval flusher
@@ -51,7 +50,7 @@ func New[T any](dir string, opts ...Option) (*Backend[T], error) {
 	if dir == "" {
 		return nil, &isb.OptionError{Option: "dir", Value: dir, Reason: "must name a directory"}
 	}
-	return &Backend[T]{root: dir, cfg: cfg, groups: map[string]struct{}{}, stop: make(chan struct{})}, nil
+	return &Backend[T]{root: dir, cfg: cfg, stop: make(chan struct{})}, nil
 }
 
 // NewTopic creates (or reopens and recovers) the durable topic name under
@@ -169,22 +168,7 @@ func (b *Backend[T]) flushEvery() {
 func (b *Backend[T]) Partition(i int) isb.Log[T] { return b.parts[i] }
 
 // Groups returns the groups with a stored commit in any partition, sorted.
-func (b *Backend[T]) Groups() []string {
-	b.groupsMu.Lock()
-	defer b.groupsMu.Unlock()
-	gs := make([]string, 0, len(b.groups))
-	for g := range b.groups {
-		gs = append(gs, g)
-	}
-	slices.Sort(gs)
-	return gs
-}
-
-func (b *Backend[T]) addGroup(g string) {
-	b.groupsMu.Lock()
-	b.groups[g] = struct{}{}
-	b.groupsMu.Unlock()
-}
+func (b *Backend[T]) Groups() []string { return b.groups.Sorted() }
 
 // Close flushes every partition, writes their producer checkpoints, unmaps
 // the segments and releases the directory lock. It is idempotent.

@@ -431,7 +431,7 @@ func (p *partition[T]) Commit(group string, offset int64) error {
 		return err
 	}
 	p.commits[group] = offset
-	p.b.addGroup(group)
+	p.b.groups.Add(group)
 	return nil
 }
 

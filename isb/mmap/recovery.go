@@ -328,7 +328,7 @@ func (p *partition[T]) recoverCommits(head, tail int64) error {
 			return corrupt(path, -1, "group %q committed offset %d, outside the log [%d, %d]", group, c, head, tail)
 		}
 		p.commits[group] = v[0]
-		p.b.addGroup(group)
+		p.b.groups.Add(group)
 	}
 	return nil
 }
