@@ -17,6 +17,16 @@ type Backend[T any] interface {
 	// (recovered from disk or created in this process). Capacity and
 	// retention account for every one of them.
 	Groups() []string
+	// DeleteGroup forgets every commit of group in every partition, so that
+	// Groups no longer lists it and Committed reports it as unknown; a group
+	// committed later under the same name is a new group. Durable storage
+	// removes the group's checkpoints durably before returning (isb/mmap
+	// removes offsets/{group}/ of every partition and fsyncs its parent), so
+	// the group stays gone after a reopen. A group storage does not hold is
+	// not an error: the topic retries a deletion that failed half-way.
+	// The topic calls it only for a group without consumers, so no Commit
+	// of that group runs concurrently; Release is called after it returns.
+	DeleteGroup(group string) error
 	// Close flushes and releases the storage. Topic.Close calls it once.
 	Close() error
 }

@@ -33,6 +33,7 @@ func (b *nullBackend) Open(_ string, n int) error {
 }
 func (b *nullBackend) Partition(p int) isb.Log[int] { return b.logs[p] }
 func (b *nullBackend) Groups() []string             { return nil }
+func (b *nullBackend) DeleteGroup(string) error     { return nil }
 func (b *nullBackend) Close() error                 { return nil }
 
 func (l *nullLog) Append(items []int) (int64, error) {

@@ -21,6 +21,13 @@
 // is full, producers wait in FIFO order ([FullWait]) or fail with [ErrFull]
 // ([FullFail]).
 //
+// A group outlives its consumers (it resumes from its commits), so an
+// abandoned group holds capacity and retention until [Topic.DeleteGroup]
+// removes it from the topic and from storage: the minimum commit is
+// recomputed over the remaining groups and what only the deleted group held
+// is released. A group with open consumers cannot be deleted
+// ([ErrGroupInUse]); an unknown one is [ErrUnknownGroup].
+//
 // Closing a topic wakes every blocked producer and consumer with
 // [ErrClosed] before the storage is closed. Errors match the package's
 // sentinels with errors.Is, or are *[OptionError] (an invalid option, named)

@@ -22,8 +22,12 @@ var (
 	// partition (NaN, an infinity, a fraction, or a selector result out of range).
 	ErrInvalidKey = errors.New("isb: invalid routing key")
 	// ErrGroupInUse is returned when consumers are created for a group that
-	// already has running consumers.
+	// already has running consumers, and by Topic.DeleteGroup for a group
+	// with open consumers.
 	ErrGroupInUse = errors.New("isb: consumer group already has consumers")
+	// ErrUnknownGroup is returned by Topic.DeleteGroup for a group the
+	// topic does not know (never created, or deleted already).
+	ErrUnknownGroup = errors.New("isb: unknown consumer group")
 	// ErrNotAssigned is returned by CommitTo for a partition the consumer does not own.
 	ErrNotAssigned = errors.New("isb: partition not assigned to this consumer")
 	// ErrCommitBeyondDelivered is returned by CommitTo for an offset past

@@ -181,3 +181,36 @@ func ExampleTopic_PullConsumers() {
 	// isb: consumer group already has consumers: group "workers" of topic "jobs"
 	// isb: option Consumers: must be between 1 and the partition count 5 (got 6)
 }
+
+// An abandoned group holds capacity until it is deleted: here "audit"
+// stopped consuming, so the topic is full although "billing" is done.
+func ExampleTopic_DeleteGroup() {
+	ctx := context.Background()
+	topic, err := isb.NewTopic[string]("orders", isbtest.NewSliceBackend[string](), isb.Capacity(2), isb.WithFullMode(isb.FullFail))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer topic.Close()
+	audit, _ := topic.PullConsumer("audit")
+	audit.Close() // abandoned: never consumes
+	billing, _ := topic.PullConsumer("billing", isb.ManualCommit())
+	defer billing.Close()
+
+	producer := topic.Producer(nil)
+	producer.ProduceBatch(ctx, []string{"apple", "pear"})
+	b, _ := billing.Pull(ctx)
+	billing.Commit()
+	fmt.Println("billing read", b.Items, "- used:", topic.Used())
+	fmt.Println("produce:", producer.Produce(ctx, "plum"))
+
+	fmt.Println("delete audit:", topic.DeleteGroup("audit"))
+	fmt.Println("used:", topic.Used(), "- produce:", producer.Produce(ctx, "plum"))
+	fmt.Println("delete again:", topic.DeleteGroup("audit"))
+	// Output:
+	// billing read [apple pear] - used: 2
+	// produce: isb: topic is full
+	// delete audit: <nil>
+	// used: 0 - produce: <nil>
+	// delete again: isb: unknown consumer group: group "audit" of topic "orders"
+}

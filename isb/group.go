@@ -1,10 +1,15 @@
 package isb
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
 
 // group is a consumer group's progress within a topic. It outlives its
 // consumers: when they all close, the group can be consumed again and
-// resumes from its commits, and it keeps holding capacity and retention.
+// resumes from its commits, and it keeps holding capacity and retention
+// until Topic.DeleteGroup removes it.
 type group struct {
 	name    string
 	commits []int64 // per partition; guarded by Topic.mu; never decreases
@@ -86,6 +91,77 @@ func (t *Topic[T]) addGroup(g *group) {
 	t.known = append(t.known, g)
 }
 
+// DeleteGroup removes group from the topic and from its storage: an
+// abandoned group otherwise holds capacity and retention forever. Every
+// partition's minimum commit is recomputed over the remaining groups, the
+// capacity only the deleted group held is released (queued producers are
+// admitted in FIFO order) and storage may recycle what every remaining group
+// has committed. With no group left nothing is released: the items are kept
+// for a group created later, as before any group existed. A group created
+// later under the same name starts as a new group.
+//
+// A group with open consumers is ErrGroupInUse; a group the topic does not
+// know (never created, or deleted already) is ErrUnknownGroup. If storage
+// fails to delete the group it stays known, and DeleteGroup may be called
+// again.
+func (t *Topic[T]) DeleteGroup(name string) error {
+	t.io.RLock()
+	defer t.io.RUnlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed.Load() {
+		return ErrClosed
+	}
+	g := t.groups[name]
+	if g == nil {
+		return fmt.Errorf("%w: group %q of topic %q", ErrUnknownGroup, name, t.name)
+	}
+	if g.running > 0 {
+		return fmt.Errorf("%w: cannot delete group %q of topic %q while %d consumers are open",
+			ErrGroupInUse, name, t.name, g.running)
+	}
+	// Storage first: if it fails, the topic still accounts for the group
+	// whose commits storage may still hold, and a retry finishes the job.
+	if err := t.backend.DeleteGroup(name); err != nil {
+		return fmt.Errorf("isb: topic %q: delete group %q: %w", t.name, name, err)
+	}
+	delete(t.groups, name)
+	t.known = slices.DeleteFunc(t.known, func(o *group) bool { return o == g })
+	if len(t.known) == 0 {
+		return nil // keep everything for a group created later
+	}
+	var errs []error
+	for p := range t.parts {
+		newMin := t.known[0].commits[p]
+		for _, o := range t.known[1:] {
+			newMin = min(newMin, o.commits[p])
+		}
+		if err := t.releaseTo(p, newMin); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// releaseTo advances partition p's min to newMin (if it is higher), gives
+// the capacity between back to the gate and lets storage release below it.
+// t.mu and t.io (for reading) are held.
+func (t *Topic[T]) releaseTo(p int, newMin int64) error {
+	pt := t.parts[p]
+	if newMin <= pt.min {
+		return nil
+	}
+	delta := newMin - pt.min
+	pt.min = newMin
+	if t.gate != nil {
+		t.gate.release(delta)
+	}
+	if err := pt.log.Release(newMin); err != nil {
+		return fmt.Errorf("isb: topic %q partition %d: release below offset %d: %w", t.name, p, newMin, err)
+	}
+	return nil
+}
+
 // leave records that one consumer of g closed.
 func (t *Topic[T]) leave(g *group) {
 	t.mu.Lock()
@@ -124,16 +200,5 @@ func (t *Topic[T]) commit(g *group, p int, off int64) error {
 	for _, o := range t.known {
 		newMin = min(newMin, o.commits[p])
 	}
-	if newMin <= pt.min {
-		return nil
-	}
-	delta := newMin - pt.min
-	pt.min = newMin
-	if t.gate != nil {
-		t.gate.release(delta)
-	}
-	if err := pt.log.Release(newMin); err != nil {
-		return fmt.Errorf("isb: topic %q partition %d: release below offset %d: %w", t.name, p, newMin, err)
-	}
-	return nil
+	return t.releaseTo(p, newMin)
 }

@@ -24,6 +24,7 @@ func (b *stubBackend) Open(_ string, n int) error {
 }
 func (b *stubBackend) Partition(p int) Log[int] { return b.logs[p] }
 func (b *stubBackend) Groups() []string         { return nil }
+func (b *stubBackend) DeleteGroup(string) error { return nil }
 func (b *stubBackend) Close() error             { return nil }
 
 func (l *stubLog) Append(items []int) (int64, error) {

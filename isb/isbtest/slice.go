@@ -87,6 +87,26 @@ func (b *SliceBackend[T]) Groups() []string {
 	return gs
 }
 
+// DeleteGroup implements isb.Backend: it forgets group's commits on every
+// partition. A group it does not hold is not an error.
+func (b *SliceBackend[T]) DeleteGroup(group string) error {
+	if !b.isOpen() {
+		return fmt.Errorf("%w: DeleteGroup of %q while not open", ErrBackendState, group)
+	}
+	// Partitions first and without b.mu: Commit takes a partition's lock
+	// and then b.mu (addGroup), so holding b.mu here could deadlock with a
+	// commit of another group.
+	for _, l := range b.parts {
+		l.mu.Lock()
+		delete(l.commits, group)
+		l.mu.Unlock()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.groups, group)
+	return nil
+}
+
 // Close implements isb.Backend. It keeps the data for a later Open.
 func (b *SliceBackend[T]) Close() error {
 	b.mu.Lock()

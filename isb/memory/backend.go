@@ -83,6 +83,21 @@ func (b *Backend[T]) Log(p int) *Log[T] {
 // Groups returns, sorted, the groups that have committed on any partition.
 func (b *Backend[T]) Groups() []string { return b.groups.Sorted() }
 
+// DeleteGroup forgets group's commits on every partition and removes it
+// from Groups. A group it does not hold is not an error.
+func (b *Backend[T]) DeleteGroup(group string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return fmt.Errorf("memory: topic %q: delete group %q: %w", b.topic, group, isb.ErrClosed)
+	}
+	for _, l := range b.logs {
+		l.deleteGroup(group)
+	}
+	b.groups.Remove(group)
+	return nil
+}
+
 // Close makes every later Append, Read, Commit and Release fail with an
 // error matching isb.ErrClosed. It is idempotent.
 func (b *Backend[T]) Close() error {

@@ -11,10 +11,10 @@ import (
 // Commit runs on every pull under auto commit, so the common case (a group
 // that has committed before) is a lock-free map lookup and an atomic
 // max-store. The map itself is copy-on-write: adding a group, which happens
-// once per group, takes mu and publishes a new map.
+// once per group, takes mu and publishes a new map; so does removing one.
 type commits struct {
 	m  atomic.Pointer[map[string]*atomic.Int64]
-	mu sync.Mutex // serialises adding groups
+	mu sync.Mutex // serialises adding and removing groups
 }
 
 // get returns the counter of group, nil if the group never committed here.
@@ -57,6 +57,20 @@ func (c *commits) add(group string, offset int64) bool {
 	next[group] = v
 	c.m.Store(&next)
 	return true
+}
+
+// remove forgets group's counter; a group without one is left alone. Like
+// add it publishes a new map, so lock-free readers never see it change.
+func (c *commits) remove(group string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.m.Load()
+	if old == nil || (*old)[group] == nil {
+		return
+	}
+	next := maps.Clone(*old)
+	delete(next, group)
+	c.m.Store(&next)
 }
 
 // storeMax raises v to x unless it is already at least x.

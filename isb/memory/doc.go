@@ -40,5 +40,6 @@
 // # Commits
 //
 // Commits are kept in memory only: a restarted process starts empty.
-// [Backend.Groups] lists every group that has committed on any partition.
+// [Backend.Groups] lists every group that has committed on any partition
+// and has not been deleted ([Backend.DeleteGroup]).
 package memory

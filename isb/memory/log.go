@@ -218,6 +218,9 @@ func (l *Log[T]) Committed(group string) (offset int64, ok bool) {
 	return l.head.Load(), false
 }
 
+// deleteGroup forgets group's commit on this partition.
+func (l *Log[T]) deleteGroup(group string) { l.commits.remove(group) }
+
 // Release moves the head to offset (0 <= offset <= Tail()); a lower offset
 // than the current head is a no-op. The segments wholly below the new head
 // are recycled the next time the writer needs a segment.

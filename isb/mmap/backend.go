@@ -170,6 +170,23 @@ func (b *Backend[T]) Partition(i int) isb.Log[T] { return b.parts[i] }
 // Groups returns the groups with a stored commit in any partition, sorted.
 func (b *Backend[T]) Groups() []string { return b.groups.Sorted() }
 
+// DeleteGroup removes the group's checkpoint directory, offsets/{group}/,
+// from every partition and fsyncs each offsets directory, so the group is
+// gone from Groups also after a reopen. A group it does not hold is not an
+// error. If a partition fails the group stays listed and the call can be
+// repeated: the partitions done already have nothing left to remove.
+func (b *Backend[T]) DeleteGroup(group string) error {
+	var errs []error
+	for _, p := range b.parts {
+		errs = append(errs, p.deleteGroup(group))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	b.groups.Remove(group)
+	return nil
+}
+
 // Close flushes every partition, writes their producer checkpoints, unmaps
 // the segments and releases the directory lock. It is idempotent.
 func (b *Backend[T]) Close() error {

@@ -116,6 +116,9 @@
 // in offsets/) has committed past it and more than n consumed segments
 // remain; earliest.offset is moved and flushed before the file is deleted.
 // Bounded capacity (isb.Capacity) works as in memory mode.
+// isb.Topic.DeleteGroup removes offsets/{escaped group}/ from every partition
+// and fsyncs each offsets directory, so a deleted group no longer holds data
+// and is not recovered by the next open.
 //
 // The package is Linux only (flock, msync, madvise).
 package mmap

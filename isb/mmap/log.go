@@ -445,6 +445,32 @@ func (p *partition[T]) Committed(group string) (int64, bool) {
 	return p.head.Load(), false
 }
 
+// deleteGroup removes group's checkpoint directory, makes the removal
+// durable and forgets the commit, so Release no longer holds data for it.
+// A crash half-way leaves either the directory with its checkpoint (the
+// group survives and can be deleted again) or an empty directory, which
+// recovery removes (the group is gone).
+func (p *partition[T]) deleteGroup(group string) error {
+	p.closeMu.RLock()
+	defer p.closeMu.RUnlock()
+	if p.closed {
+		return isb.ErrClosed
+	}
+	p.commitMu.Lock()
+	defer p.commitMu.Unlock()
+	dir := filepath.Join(p.dir, offsetsDir, escapeGroup(group))
+	// Removed even when no commit is loaded: a first commit that failed
+	// after creating the directory may have left it behind.
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("mmap: partition %d: delete group %q: %w", p.id, group, err)
+	}
+	if err := syncDir(filepath.Dir(dir)); err != nil {
+		return fmt.Errorf("mmap: partition %d: delete group %q: %w", p.id, group, err)
+	}
+	delete(p.commits, group)
+	return nil
+}
+
 // Release deletes the oldest segments that every group has consumed,
 // keeping MaxRetainedConsumedSegments of them. earliest.offset moves (and
 // is flushed) before any file is deleted, so a crash in between leaves

@@ -26,6 +26,14 @@ func (s *Set) Add(group string) {
 	s.m[group] = struct{}{}
 }
 
+// Remove forgets group; removing a group the set does not hold changes
+// nothing.
+func (s *Set) Remove(group string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, group)
+}
+
 // Sorted returns the groups in ascending order, in a new slice the caller
 // owns (never nil, so an empty set encodes as [] rather than null).
 func (s *Set) Sorted() []string {

@@ -19,6 +19,12 @@ func TestSet(t *testing.T) {
 	if want := []string{"a", "b", "c"}; !slices.Equal(got, want) {
 		t.Fatalf("Sorted() = %v, want %v", got, want)
 	}
+	s.Remove("b")
+	s.Remove("never") // removing a group it does not hold changes nothing
+	if got := s.Sorted(); !slices.Equal(got, []string{"a", "c"}) {
+		t.Fatalf("after Remove(b): Sorted() = %v, want [a c]", got)
+	}
+	s.Add("b")
 	got[0] = "changed"
 	if again := s.Sorted(); again[0] != "a" {
 		t.Fatalf("Sorted() shares its slice with the set: %v", again)
