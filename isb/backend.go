@@ -33,7 +33,8 @@ type Backend[T any] interface {
 
 // Log is one partition of a Backend.
 //
-// The topic calls Append from one goroutine at a time per partition. Read,
+// The topic calls Append from one goroutine at a time per partition, unless
+// the Log is a [ConcurrentLog]. Read,
 // Head and Tail may run concurrently with Append and with each other, and
 // must not take the lock that Append holds. Tail must be safe to poll from
 // any goroutine (readers use it to find new items, see Append). Commit,
@@ -69,4 +70,24 @@ type Log[T any] interface {
 	// passed to Release only grow. Head may stay below offset (for example
 	// when storage frees whole segments only).
 	Release(offset int64) error
+}
+
+// ConcurrentLog is a Log that serializes its own appends: Append and
+// AppendOne are safe for concurrent use. The topic then calls them without
+// the per-partition mutex it otherwise holds around Append. A log that keeps
+// its tail in an atomic word can make that word its lock (isb/memory does),
+// so an append costs two atomic read-modify-writes of one cache line instead
+// of a mutex's two plus the tail's store on another: on a single-item
+// produce shared by several goroutines that is a third of the cost.
+type ConcurrentLog[T any] interface {
+	Log[T]
+	// AppendOne is Append of one item, which it takes by value: the topic
+	// would otherwise need a slice for it, and a slice passed through an
+	// interface escapes to the heap (an allocation per produced item).
+	AppendOne(item T) (offset int64, err error)
+	// Seal waits for the appends in flight and makes every later Append and
+	// AppendOne fail with an error matching ErrClosed. Topic.Close calls it
+	// before Backend.Close, so that no append runs while storage closes; a
+	// second call does nothing.
+	Seal()
 }

@@ -257,6 +257,12 @@ func (t *Topic[T]) admit(ctx context.Context, n int64, mode admission) (bool, er
 // append stores one item in partition part.
 func (t *Topic[T]) append(part int, item T) error {
 	pt := t.parts[part]
+	if pt.clog != nil {
+		if _, err := pt.clog.AppendOne(item); err != nil {
+			return t.appendErr(part, err)
+		}
+		return nil
+	}
 	pt.mu.Lock()
 	if t.closed.Load() { // under the lock: see Close
 		pt.mu.Unlock()
@@ -273,7 +279,37 @@ func (t *Topic[T]) append(part int, item T) error {
 	return nil
 }
 
+// appendItems appends items to partition part and returns the offset of
+// the first, under the partition's lock unless its log serializes its own
+// appends.
+func (t *Topic[T]) appendItems(part int, items []T) (int64, error) {
+	pt := t.parts[part]
+	if pt.clog != nil {
+		first, err := pt.clog.Append(items)
+		if err != nil {
+			return 0, t.appendErr(part, err)
+		}
+		return first, nil
+	}
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	if t.closed.Load() { // under the lock: see Close
+		return 0, ErrClosed
+	}
+	first, err := pt.log.Append(items)
+	if err != nil {
+		return 0, t.appendErr(part, err)
+	}
+	return first, nil
+}
+
+// appendErr wraps a storage error of an append; once the topic is closed
+// (a sealed log fails its appends) it is plain ErrClosed, as a producer
+// that finds the topic closed under the partition lock reports it.
 func (t *Topic[T]) appendErr(part int, err error) error {
+	if t.closed.Load() {
+		return ErrClosed
+	}
 	return fmt.Errorf("isb: topic %q partition %d: append: %w", t.name, part, err)
 }
 
@@ -311,18 +347,7 @@ func (t *Topic[T]) appendRouted(items []T, r routes, s *batchScratch[T]) error {
 // units of capacity: those of run and of whatever the caller had admitted
 // along with it and will not store.
 func (t *Topic[T]) appendRun(part int, run []T, rest int64, notify bool) (int64, error) {
-	pt := t.parts[part]
-	pt.mu.Lock()
-	var (
-		first int64
-		err   error
-	)
-	if t.closed.Load() { // under the lock: see Close
-		err = ErrClosed
-	} else if first, err = pt.log.Append(run); err != nil {
-		err = t.appendErr(part, err)
-	}
-	pt.mu.Unlock()
+	first, err := t.appendItems(part, run)
 	if err != nil {
 		if t.gate != nil {
 			t.gate.release(rest)

@@ -40,9 +40,12 @@ type Topic[T any] struct {
 
 // partition is one Log with its writer lock and commit bookkeeping.
 type partition[T any] struct {
-	mu  sync.Mutex // serializes Append: the Log's single-writer guarantee
+	mu  sync.Mutex // serializes Append: the Log's single-writer guarantee (unused when clog is set)
 	one [1]T       // Append argument of single-item produce, guarded by mu (no allocation)
 	log Log[T]
+	// clog is log when it serializes its own appends: the topic then calls
+	// it without mu.
+	clog ConcurrentLog[T]
 	// min is the lowest commit over all known groups (guarded by
 	// Topic.mu); everything below it is released. With no group at all it
 	// stays at the head so items are kept for a group created later.
@@ -84,7 +87,9 @@ func NewTopic[T any](name string, backend Backend[T], opts ...TopicOption) (*Top
 		t.rrMask = uint64(n - 1)
 	}
 	for p := range t.parts {
-		t.parts[p] = &partition[T]{log: backend.Partition(p)}
+		log := backend.Partition(p)
+		clog, _ := log.(ConcurrentLog[T])
+		t.parts[p] = &partition[T]{log: log, clog: clog}
 	}
 	used := t.recoverGroups()
 	if cfg.capacity > 0 {
@@ -170,10 +175,15 @@ func (t *Topic[T]) Close() error {
 		}
 		// 3. Wake every blocked Pull: it returns ErrClosed.
 		close(t.done)
-		// 4. Wait for appends in flight. A producer checks closed while it
-		// holds its partition's lock, so once Close has held each lock no
-		// Append can run or start.
+		// 4. Wait for appends in flight and stop new ones. A producer
+		// checks closed while it holds its partition's lock, so once Close
+		// has held each lock no Append can run or start; a log that
+		// serializes its own appends is sealed instead.
 		for _, pt := range t.parts {
+			if pt.clog != nil {
+				pt.clog.Seal()
+				continue
+			}
 			pt.mu.Lock()
 			pt.mu.Unlock() //nolint:staticcheck // an empty critical section is the barrier
 		}

@@ -15,11 +15,16 @@
 //
 // # Concurrency
 //
-// The topic serialises Append per partition; Read, Head, Tail, Commit,
-// Committed and Release never take a lock that Append holds. The writer fills
-// slots first and then publishes the new tail with an atomic store; a reader
-// loads the tail atomically and only then looks at slots below it, so it
-// always sees complete items. Segments are found through a power-of-two ring
+// A Log serializes its own appends, so the topic calls it without a lock of
+// its own ([isb.ConcurrentLog]): the tail and the appenders' lock share one
+// atomic word. An append takes the lock with a compare-and-swap, fills its
+// slots, and publishes the new tail and drops the lock with one swap: two
+// atomic operations on one cache line per append, as many as a Go channel
+// send pays. An appender that finds the lock held spins briefly and then
+// parks until the holder's unlock wakes it. Read, Head, Tail, Commit,
+// Committed and Release never take that lock: a reader loads the word, and
+// every slot below the tail it holds was written before that tail was
+// published, so it always sees complete items. Segments are found through a power-of-two ring
 // of atomic segment pointers indexed by offset/SegmentSize: a Read costs one
 // division and a handful of atomic loads (plain loads on amd64 and arm64),
 // whatever the number of segments and without any per-reader state. The ring

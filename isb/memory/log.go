@@ -10,20 +10,21 @@ import (
 // Log is one partition of a memory Backend; it implements [isb.Log].
 //
 // Offsets start at 0. Item o lives in segment o/SegmentSize at slot
-// o%SegmentSize. The topic calls Append from one goroutine at a time; every
-// other method is safe for concurrent use and lock-free with respect to
-// Append.
+// o%SegmentSize. Every method is safe for concurrent use. Log serializes its
+// own appends (it implements [isb.ConcurrentLog], so the topic adds no lock
+// of its own) with a lock word that is also the tail; every other method is
+// lock-free with respect to Append.
 type Log[T any] struct {
-	// Hot line: written by every Append, read by every Read. Only Append
-	// stores tail, and the topic serialises Append, so Append may read it
-	// back without a race.
-	tail   atomic.Int64 // next offset to append; items below it are readable
+	// Hot line: written by every Append, read by every Read. fill is
+	// guarded by the lock in tl; tl's parking lot after the word is
+	// written only when an appender parks.
 	closed atomic.Bool
 	fill   struct {
 		items []T // the items of the segment being filled (nil at first)
 		n     int // how many of them are written
 	}
-	_ [cacheLine]byte // keep producers' writes off the readers' lines
+	tl tailLock        // the tail (next offset to append; items below it are readable) and the appenders' lock
+	_  [cacheLine]byte // keep producers' writes off the readers' lines
 
 	// Read by every Read; written by Release and when a segment is added.
 	head atomic.Int64 // released: every known group committed below it
@@ -31,8 +32,8 @@ type Log[T any] struct {
 	size int64 // items per segment
 	_    [cacheLine]byte
 
-	// The writer's cold state, touched once per segment: only Append
-	// (through nextSegment) uses it, so it needs no lock.
+	// The writer's cold state, touched once per segment: only an append
+	// (through nextSegment) uses it, under the lock in tl.
 	segs struct {
 		num   int64 // segment number of the one being filled
 		first int64 // number of the oldest segment still in the ring
@@ -57,6 +58,7 @@ func newLog[T any](topic string, partition int, cfg config, onGroup func(string)
 		partition: partition,
 		onGroup:   onGroup,
 	}
+	l.tl.init()
 	l.ring.Store(newRing[T](1))
 	l.segs.num = -1 // no segment yet: the first Append adds segment 0
 	l.segs.free = make([]*segment[T], 0, cfg.maxFree)
@@ -66,32 +68,50 @@ func newLog[T any](topic string, partition int, cfg config, onGroup func(string)
 // Append stores items at the tail and returns the offset of the first. The
 // items are copied into segments; they become visible to Read all at once,
 // when the new tail is published. It allocates only when it needs a segment
-// and the free list is empty.
+// and the free list is empty. It is safe for concurrent use.
 func (l *Log[T]) Append(items []T) (first int64, err error) {
-	if l.closed.Load() {
+	first, ok := l.tl.lock()
+	if !ok {
 		return 0, l.closedError()
 	}
-	first = l.tail.Load()
 	f := &l.fill
-	if len(items) == 1 && f.n < len(f.items) {
-		// Single-item produce is the common call: skip copy's overhead.
-		f.items[f.n] = items[0]
-		f.n++
-	} else {
-		for rest := items; len(rest) > 0; {
-			if f.n == len(f.items) {
-				l.nextSegment()
-			}
-			k := copy(f.items[f.n:], rest)
-			f.n += k
-			rest = rest[k:]
+	for rest := items; len(rest) > 0; {
+		if f.n == len(f.items) {
+			l.nextSegment()
 		}
+		k := copy(f.items[f.n:], rest)
+		f.n += k
+		rest = rest[k:]
 	}
 	// Publishing the tail last is what makes the slots above safe to read
 	// without a lock: a reader that sees the new tail sees their contents.
-	l.tail.Store(first + int64(len(items)))
+	l.tl.unlock(first + int64(len(items)))
 	return first, nil
 }
+
+// AppendOne stores item at the tail and returns its offset: Append of one
+// item, without a slice (which would escape to the heap through the
+// interface call of the topic). It is safe for concurrent use.
+func (l *Log[T]) AppendOne(item T) (offset int64, err error) {
+	offset, ok := l.tl.lock()
+	if !ok {
+		return 0, l.closedError()
+	}
+	f := &l.fill
+	if f.n == len(f.items) {
+		l.nextSegment()
+	}
+	f.items[f.n] = item
+	f.n++
+	l.tl.unlock(offset + 1)
+	return offset, nil
+}
+
+// Seal waits for the appends in flight and makes every later Append and
+// AppendOne fail with an error matching isb.ErrClosed; reads, commits and
+// releases go on until the Backend closes. The topic calls it when it
+// closes. It is idempotent.
+func (l *Log[T]) Seal() { l.tl.seal() }
 
 // nextSegment makes the next segment current: it first recycles every
 // segment lying wholly below the head, so a writer that keeps pace with its
@@ -156,15 +176,15 @@ func (l *Log[T]) grow(old *ring[T], num int64) *ring[T] {
 // max items. It is valid until offset is released (for a consumer: until its
 // next Pull or Commit). Its capacity equals its length.
 //
-// Cost: one division and six atomic loads (closed, tail, head, ring, slot,
-// segment base), whatever the number of segments; no lock, no allocation.
+// Cost: one division and six atomic loads (closed, tail word, head, ring,
+// slot, segment base), whatever the number of segments; no lock, no allocation.
 func (l *Log[T]) Read(offset int64, max int, _ []T) ([]T, error) {
 	if l.closed.Load() {
 		return nil, l.closedError()
 	}
 	// Load the tail before the head and the ring: the ring may only have
 	// gained the segment of a slot below the tail before the tail was stored.
-	tail := l.tail.Load()
+	tail := l.tl.tail()
 	head := l.head.Load()
 	if offset < head || offset >= tail {
 		return nil, l.offsetError("read", offset, head, tail)
@@ -177,7 +197,7 @@ func (l *Log[T]) Read(offset int64, max int, _ []T) ([]T, error) {
 	seg := l.ring.Load().slot(num).Load()
 	if seg == nil || seg.base.Load() != base {
 		// Only a caller reading an offset released meanwhile gets here.
-		return nil, l.offsetError("read", offset, l.head.Load(), l.tail.Load())
+		return nil, l.offsetError("read", offset, l.head.Load(), l.tl.tail())
 	}
 	i := offset - base
 	end := min(i+int64(max), l.size, tail-base)
@@ -191,7 +211,7 @@ func (l *Log[T]) Read(offset int64, max int, _ []T) ([]T, error) {
 func (l *Log[T]) Head() int64 { return l.head.Load() }
 
 // Tail is the offset the next Append will use.
-func (l *Log[T]) Tail() int64 { return l.tail.Load() }
+func (l *Log[T]) Tail() int64 { return l.tl.tail() }
 
 // Commit records, in memory, that group has consumed every offset below
 // offset (0 <= offset <= Tail()). Commits never move backwards: a lower
@@ -200,7 +220,7 @@ func (l *Log[T]) Commit(group string, offset int64) error {
 	if l.closed.Load() {
 		return l.closedError()
 	}
-	if tail := l.tail.Load(); offset < 0 || offset > tail {
+	if tail := l.tl.tail(); offset < 0 || offset > tail {
 		return l.offsetError("commit", offset, l.head.Load(), tail)
 	}
 	if l.commits.commit(group, offset) && l.onGroup != nil {
@@ -228,14 +248,17 @@ func (l *Log[T]) Release(offset int64) error {
 	if l.closed.Load() {
 		return l.closedError()
 	}
-	if tail := l.tail.Load(); offset < 0 || offset > tail {
+	if tail := l.tl.tail(); offset < 0 || offset > tail {
 		return l.offsetError("release", offset, l.head.Load(), tail)
 	}
 	storeMax(&l.head, offset)
 	return nil
 }
 
-func (l *Log[T]) close() { l.closed.Store(true) }
+func (l *Log[T]) close() {
+	l.Seal()
+	l.closed.Store(true)
+}
 
 func (l *Log[T]) offsetError(op string, offset, head, tail int64) error {
 	return &OffsetError{Topic: l.topic, Partition: l.partition, Op: op, Offset: offset, Head: head, Tail: tail}

@@ -467,3 +467,85 @@ func TestConcurrentWriterReaders(t *testing.T) {
 		t.Errorf("Groups = %v; want %v", g, groups)
 	}
 }
+
+// TestConcurrentAppenders: Log serializes its own appends (the topic calls
+// it without a lock), so appenders mixing AppendOne and Append on one log,
+// across segment boundaries, store every item exactly once, each
+// appender's items in its order, at the offsets the calls returned.
+func TestConcurrentAppenders(t *testing.T) {
+	const (
+		appenders = 6
+		each      = 3000
+	)
+	_, logs := openLogs[int](t, 1, memory.SegmentSize(16))
+	l := logs[0]
+	var wg sync.WaitGroup
+	at := make([][]int64, appenders) // at[a][i]: the offset of appender a's item i
+	for a := range appenders {
+		at[a] = make([]int64, each)
+		wg.Go(func() {
+			for i := 0; i < each; {
+				v := a*each + i
+				if i%3 == 2 && i+4 <= each { // every third call a batch of 4
+					first, err := l.Append(seq(v, 4))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					for k := range 4 {
+						at[a][i+k] = first + int64(k)
+					}
+					i += 4
+					continue
+				}
+				off, err := l.AppendOne(v)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				at[a][i] = off
+				i++
+			}
+		})
+	}
+	wg.Wait()
+	if l.Tail() != appenders*each {
+		t.Fatalf("tail %d; want %d", l.Tail(), appenders*each)
+	}
+	for a := range appenders {
+		for i, off := range at[a] {
+			got, err := l.Read(off, 1, nil)
+			if err != nil || got[0] != a*each+i {
+				t.Fatalf("appender %d item %d at offset %d: Read = %v, %v", a, i, off, got, err)
+			}
+			if i > 0 && off <= at[a][i-1] {
+				t.Fatalf("appender %d: item %d at offset %d, not after item %d at %d", a, i, off, i-1, at[a][i-1])
+			}
+		}
+	}
+}
+
+// TestSeal: a sealed log fails every append with ErrClosed and keeps its
+// tail, while reads and commits go on until the backend closes.
+func TestSeal(t *testing.T) {
+	_, logs := openLogs[int](t, 1)
+	l := logs[0]
+	mustAppend(t, l, seq(0, 3), 0)
+	l.Seal()
+	l.Seal() // idempotent
+	if _, err := l.AppendOne(9); !errors.Is(err, isb.ErrClosed) {
+		t.Errorf("AppendOne after Seal = %v; want ErrClosed", err)
+	}
+	if _, err := l.Append([]int{9}); !errors.Is(err, isb.ErrClosed) {
+		t.Errorf("Append after Seal = %v; want ErrClosed", err)
+	}
+	if l.Tail() != 3 {
+		t.Errorf("tail after Seal %d; want 3", l.Tail())
+	}
+	if got, err := l.Read(0, 5, nil); err != nil || !slices.Equal(got, seq(0, 3)) {
+		t.Errorf("Read after Seal = %v, %v; want [0 1 2]", got, err)
+	}
+	if err := l.Commit("g", 3); err != nil {
+		t.Errorf("Commit after Seal: %v", err)
+	}
+}
