@@ -16,6 +16,19 @@ import (
 // arrival order while the head fits. A small request therefore never
 // overtakes a large one queued before it, so large batches cannot starve.
 //
+// The gate also keeps the topic's round-robin position, so that a
+// round-robin produce is admitted and routed by the same atomic operation
+// (one shared cache line fewer per item than a counter of its own): a
+// request made with rr takes n consecutive positions along with its n units
+// and learns the first.
+//
+// state is one word:
+//
+//	63            17 16                1   0
+//	+---------------+-------------------+--------+
+//	|     used      | round-robin pos.  | queued |
+//	+---------------+-------------------+--------+
+//
 // While nobody is queued, acquire and release are one compare-and-swap on
 // state (the producer's hot path takes no lock). Everything that involves
 // the queue takes mu. The queued bit of state is set exactly when the queue
@@ -24,65 +37,109 @@ import (
 // move together.
 type gate struct {
 	cap    int64
-	state  atomic.Int64 // used<<1 | queued
+	parts  int64 // partitions: round-robin positions are modulo parts
+	state  atomic.Int64
 	closed atomic.Bool
 	mu     sync.Mutex
 	queue  []*waiter // arrival order; queue[0] is the head
 }
 
-const queued = 1 // the low bit of gate.state
+// The fields of gate.state.
+const (
+	queued    = 1 // set while the queue is not empty
+	rrShift   = 1
+	rrBits    = 16
+	rrField   = (1<<rrBits - 1) << rrShift
+	usedShift = rrShift + rrBits
+
+	// maxPartitions and maxCapacity are the largest partition count and
+	// capacity the fields hold; topic options are validated against them.
+	maxPartitions = 1 << rrBits
+	maxCapacity   = 1<<(63-usedShift) - 1
+)
+
+func usedOf(s int64) int64 { return s >> usedShift }
+func rrOf(s int64) int     { return int(s&rrField) >> rrShift }
 
 // waiter is one queued acquire. ready is closed when it is granted
-// (granted set) or when the gate closes (granted unset).
+// (granted set, and with rr its first position in pos) or when the gate
+// closes (granted unset).
 type waiter struct {
 	n       int64
+	rr      bool
+	pos     int
 	ready   chan struct{}
 	granted bool
 }
 
-func newGate(capacity, used int64) *gate {
-	g := &gate{cap: capacity}
-	g.state.Store(used << 1)
+// newGate returns a gate of capacity units over partitions, used of them
+// held already (recovered from storage; it may exceed capacity, up to
+// maxCapacity).
+func newGate(capacity, used int64, partitions int) *gate {
+	g := &gate{cap: capacity, parts: int64(partitions)}
+	g.state.Store(used << usedShift)
 	return g
 }
 
 // used returns the units held.
-func (g *gate) used() int64 { return g.state.Load() >> 1 }
+func (g *gate) used() int64 { return usedOf(g.state.Load()) }
 
-// tryFast takes n units if nobody is queued and they fit, without mu.
-func (g *gate) tryFast(n int64) bool {
+// take returns state s with n more units held and, with rr, the
+// round-robin position n further on. It divides only when n is a partition
+// count or more, so the single-item produce pays no division.
+func (g *gate) take(s, n int64, rr bool) int64 {
+	s += n << usedShift
+	if rr {
+		step := n
+		if step >= g.parts {
+			step %= g.parts
+		}
+		pos := int64(rrOf(s)) + step
+		if pos >= g.parts {
+			pos -= g.parts
+		}
+		s = s&^rrField | pos<<rrShift
+	}
+	return s
+}
+
+// tryFast takes n units (and with rr, n positions, returning the first) if
+// nobody is queued and they fit, without mu.
+func (g *gate) tryFast(n int64, rr bool) (pos int, ok bool) {
 	for {
 		s := g.state.Load()
-		if s&queued != 0 || s>>1+n > g.cap {
-			return false
+		if s&queued != 0 || usedOf(s)+n > g.cap {
+			return 0, false
 		}
-		if g.state.CompareAndSwap(s, s+n<<1) {
-			return true
+		if g.state.CompareAndSwap(s, g.take(s, n, rr)) {
+			return rrOf(s), true
 		}
 	}
 }
 
-// acquire takes n (1 <= n <= cap) units, waiting in FIFO order until they
-// are free, ctx ends (ctx.Err()) or the gate closes (ErrClosed). A cancelled
-// request holds no capacity when acquire returns.
-func (g *gate) acquire(ctx context.Context, n int64) error {
+// acquire takes n (1 <= n <= cap) units, and with rr n round-robin
+// positions whose first it returns, waiting in FIFO order until they are
+// free, ctx ends (ctx.Err()) or the gate closes (ErrClosed). A cancelled
+// request holds no capacity when acquire returns (the positions of one
+// granted as it was cancelled stay taken: the rotation skips them).
+func (g *gate) acquire(ctx context.Context, n int64, rr bool) (pos int, err error) {
 	if g.closed.Load() {
-		return ErrClosed
+		return 0, ErrClosed
 	}
-	if g.tryFast(n) {
-		return nil
+	if pos, ok := g.tryFast(n, rr); ok {
+		return pos, nil
 	}
 	g.mu.Lock()
 	if g.closed.Load() {
 		g.mu.Unlock()
-		return ErrClosed
+		return 0, ErrClosed
 	}
 	for { // fit now, or set the queued bit and queue
 		s := g.state.Load()
-		if s&queued == 0 && s>>1+n <= g.cap {
-			if g.state.CompareAndSwap(s, s+n<<1) {
+		if s&queued == 0 && usedOf(s)+n <= g.cap {
+			if g.state.CompareAndSwap(s, g.take(s, n, rr)) {
 				g.mu.Unlock()
-				return nil
+				return rrOf(s), nil
 			}
 			continue
 		}
@@ -90,16 +147,16 @@ func (g *gate) acquire(ctx context.Context, n int64) error {
 			break
 		}
 	}
-	w := &waiter{n: n, ready: make(chan struct{})}
+	w := &waiter{n: n, rr: rr, ready: make(chan struct{})}
 	g.queue = append(g.queue, w)
 	g.mu.Unlock()
 
 	select {
 	case <-w.ready:
 		if w.granted {
-			return nil
+			return w.pos, nil
 		}
-		return ErrClosed
+		return 0, ErrClosed
 	case <-ctx.Done():
 	}
 	g.mu.Lock()
@@ -108,25 +165,27 @@ func (g *gate) acquire(ctx context.Context, n int64) error {
 		// Granted concurrently with the cancellation: give it back so the
 		// cancelled call takes no capacity, and let the next ones in.
 		g.settleLocked(n)
-		return ctx.Err()
+		return 0, ctx.Err()
 	}
 	if g.closed.Load() {
-		return ErrClosed
+		return 0, ErrClosed
 	}
 	if i := slices.Index(g.queue, w); i >= 0 {
 		g.queue = slices.Delete(g.queue, i, i+1) // also clears the vacated slot
 	}
 	// The head may have left: whoever is now first may fit.
 	g.settleLocked(0)
-	return ctx.Err()
+	return 0, ctx.Err()
 }
 
-// tryAcquire takes n units if nobody is queued and they fit now.
-func (g *gate) tryAcquire(n int64) (bool, error) {
+// tryAcquire takes n units (and with rr, n positions, returning the first)
+// if nobody is queued and they fit now.
+func (g *gate) tryAcquire(n int64, rr bool) (pos int, ok bool, err error) {
 	if g.closed.Load() {
-		return false, ErrClosed
+		return 0, false, ErrClosed
 	}
-	return g.tryFast(n), nil
+	pos, ok = g.tryFast(n, rr)
+	return pos, ok, nil
 }
 
 // release returns n units and admits queued requests in order.
@@ -139,7 +198,7 @@ func (g *gate) release(n int64) {
 		if s&queued != 0 {
 			break
 		}
-		if g.state.CompareAndSwap(s, s-n<<1) {
+		if g.state.CompareAndSwap(s, s-n<<usedShift) {
 			return
 		}
 	}
@@ -157,22 +216,23 @@ func (g *gate) settleLocked(n int64) {
 		// clear it. With it clear, fast paths may race: hence a CAS.
 		for {
 			s := g.state.Load()
-			if g.state.CompareAndSwap(s, (s&^queued)-n<<1) {
+			if g.state.CompareAndSwap(s, (s&^queued)-n<<usedShift) {
 				return
 			}
 		}
 	}
 	// The bit is set: only mu holders change state now.
-	used := g.used() - n
-	for len(g.queue) > 0 && used+g.queue[0].n <= g.cap {
+	s := g.state.Load() - n<<usedShift
+	for len(g.queue) > 0 && usedOf(s)+g.queue[0].n <= g.cap {
 		w := g.queue[0]
-		used += w.n
+		w.pos = rrOf(s)
+		s = g.take(s, w.n, w.rr)
 		w.granted = true
 		close(w.ready)
 		g.queue[0] = nil
 		g.queue = g.queue[1:]
 	}
-	s := used << 1
+	s &^= queued
 	if len(g.queue) > 0 {
 		s |= queued
 	} else {
@@ -198,5 +258,12 @@ func (g *gate) close() {
 		close(w.ready)
 	}
 	g.queue = nil
-	g.state.Store(g.used() << 1) // the bit is set only with a queue; state is stable
+	// Clear the queued bit. Without it the fast paths may race with this
+	// (releases go on after close): hence a CAS, not a store.
+	for {
+		s := g.state.Load()
+		if g.state.CompareAndSwap(s, s&^queued) {
+			return
+		}
+	}
 }

@@ -7,6 +7,17 @@ import (
 	"time"
 )
 
+// acquireUnits and tryUnits take units without round-robin positions.
+func acquireUnits(g *gate, ctx context.Context, n int64) error {
+	_, err := g.acquire(ctx, n, false)
+	return err
+}
+
+func tryUnits(g *gate, n int64) (bool, error) {
+	_, ok, err := g.tryAcquire(n, false)
+	return ok, err
+}
+
 // waitQueued polls until g has n queued requests.
 func waitQueued(t *testing.T, g *gate, n int) {
 	t.Helper()
@@ -20,20 +31,20 @@ func waitQueued(t *testing.T, g *gate, n int) {
 }
 
 func TestGateFIFO(t *testing.T) {
-	g := newGate(4, 4)
+	g := newGate(4, 4, 1)
 	ctx := context.Background()
 	order := make(chan int64, 3)
 	for _, n := range []int64{3, 1, 2} { // queued in this order
 		want := g.waiting() + 1
 		go func() {
-			if err := g.acquire(ctx, n); err != nil {
+			if err := acquireUnits(g, ctx, n); err != nil {
 				t.Error(err)
 			}
 			order <- n
 		}()
 		waitQueued(t, g, want)
 	}
-	if ok, err := g.tryAcquire(1); ok || err != nil {
+	if ok, err := tryUnits(g, 1); ok || err != nil {
 		t.Fatalf("tryAcquire past the queue = %v, %v", ok, err)
 	}
 	g.release(2) // used 2: the head (3) does not fit, 1 must not overtake it
@@ -53,12 +64,12 @@ func TestGateFIFO(t *testing.T) {
 // TestGateCancelRacingGrant cancels waiters while they are being granted:
 // whichever way each race goes, a cancelled acquire holds no capacity.
 func TestGateCancelRacingGrant(t *testing.T) {
-	g := newGate(2, 2)
+	g := newGate(2, 2, 1)
 	var granted, cancelled int
 	for i := range 300 {
 		ctx, cancel := context.WithCancel(context.Background())
 		res := make(chan error, 1)
-		go func() { res <- g.acquire(ctx, 2) }()
+		go func() { res <- acquireUnits(g, ctx, 2) }()
 		waitQueued(t, g, 1)
 		g.mu.Lock()
 		if i%2 == 0 {
@@ -77,7 +88,7 @@ func TestGateCancelRacingGrant(t *testing.T) {
 			granted++
 		case errors.Is(err, context.Canceled) && used == 0:
 			cancelled++
-			if ok, _ := g.tryAcquire(2); !ok {
+			if ok, _ := tryUnits(g, 2); !ok {
 				t.Fatal("the given back capacity is not free")
 			}
 		default:
@@ -95,12 +106,12 @@ func TestGateCancelRacingGrant(t *testing.T) {
 }
 
 func TestGateCancelLetsNextIn(t *testing.T) {
-	g := newGate(3, 2)
+	g := newGate(3, 2, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	errBig, errSmall := make(chan error, 1), make(chan error, 1)
-	go func() { errBig <- g.acquire(ctx, 3) }()
+	go func() { errBig <- acquireUnits(g, ctx, 3) }()
 	waitQueued(t, g, 1)
-	go func() { errSmall <- g.acquire(context.Background(), 1) }()
+	go func() { errSmall <- acquireUnits(g, context.Background(), 1) }()
 	waitQueued(t, g, 2)
 	cancel() // the head leaves: the small one fits now
 	if err := <-errBig; !errors.Is(err, context.Canceled) {
@@ -115,18 +126,18 @@ func TestGateCancelLetsNextIn(t *testing.T) {
 }
 
 func TestGateClose(t *testing.T) {
-	g := newGate(1, 1)
+	g := newGate(1, 1, 1)
 	res := make(chan error, 1)
-	go func() { res <- g.acquire(context.Background(), 1) }()
+	go func() { res <- acquireUnits(g, context.Background(), 1) }()
 	waitQueued(t, g, 1)
 	g.close()
 	if err := <-res; !errors.Is(err, ErrClosed) {
 		t.Fatalf("queued acquire at close = %v", err)
 	}
-	if err := g.acquire(context.Background(), 1); !errors.Is(err, ErrClosed) {
+	if err := acquireUnits(g, context.Background(), 1); !errors.Is(err, ErrClosed) {
 		t.Fatalf("acquire after close = %v", err)
 	}
-	if ok, err := g.tryAcquire(1); ok || !errors.Is(err, ErrClosed) {
+	if ok, err := tryUnits(g, 1); ok || !errors.Is(err, ErrClosed) {
 		t.Fatalf("tryAcquire after close = %v, %v", ok, err)
 	}
 	if g.used() != 1 {
@@ -137,20 +148,73 @@ func TestGateClose(t *testing.T) {
 // TestGateLastWaiterCancelled: when the only queued request leaves, the
 // fast path works again (the queued state is cleared with the queue).
 func TestGateLastWaiterCancelled(t *testing.T) {
-	g := newGate(2, 2)
+	g := newGate(2, 2, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	res := make(chan error, 1)
-	go func() { res <- g.acquire(ctx, 1) }()
+	go func() { res <- acquireUnits(g, ctx, 1) }()
 	waitQueued(t, g, 1)
 	cancel()
 	if err := <-res; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled acquire = %v", err)
 	}
 	g.release(1)
-	if ok, err := g.tryAcquire(1); !ok || err != nil {
+	if ok, err := tryUnits(g, 1); !ok || err != nil {
 		t.Fatalf("tryAcquire with 1 free and nobody queued = %v, %v; want true", ok, err)
 	}
 	if g.used() != 2 || g.waiting() != 0 {
 		t.Fatalf("used %d, %d queued; want 2, 0", g.used(), g.waiting())
 	}
+}
+
+// TestGateRoundRobinPositions: requests made with rr take consecutive
+// positions modulo the partition count along with their units, in the
+// order they are admitted (queued ones when granted); requests without rr,
+// releases and failed requests leave the position alone.
+func TestGateRoundRobinPositions(t *testing.T) {
+	g := newGate(10, 0, 3)
+	ctx := context.Background()
+	take := func(n int64, rr bool, want int) {
+		t.Helper()
+		pos, ok, err := g.tryAcquire(n, rr)
+		if !ok || err != nil || pos != want {
+			t.Fatalf("tryAcquire(%d, %v) = %d, %v, %v; want position %d", n, rr, pos, ok, err, want)
+		}
+	}
+	take(1, true, 0)
+	take(1, true, 1)
+	take(1, false, 2) // no position taken: the next rr request gets 2
+	take(1, true, 2)
+	take(5, true, 0) // positions 0..4 mod 3: the next is 5 mod 3
+	if used := g.used(); used != 9 {
+		t.Fatalf("used %d; want 9", used)
+	}
+	if _, ok, _ := g.tryAcquire(2, true); ok { // does not fit: no position taken
+		t.Fatal("tryAcquire of 2 with 1 free succeeded")
+	}
+	g.release(9)
+	take(1, true, 2)
+
+	// Queued requests get their positions when granted, in queue order.
+	take(9, false, 0) // full: used 10
+	got := make(chan [2]int, 2)
+	for i, n := range []int64{2, 4} {
+		want := g.waiting() + 1
+		go func() {
+			pos, err := g.acquire(ctx, n, true)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- [2]int{i, pos}
+		}()
+		waitQueued(t, g, want)
+	}
+	g.release(10)
+	want := map[int]int{0: 0, 1: 2} // 2 takes positions 0 and 1, then 4 starts at 2
+	for range 2 {
+		r := <-got
+		if want[r[0]] != r[1] {
+			t.Fatalf("queued request %d granted at position %d; want %d", r[0], r[1], want[r[0]])
+		}
+	}
+	take(1, true, 0) // after 2+4 positions from 0: 6 mod 3
 }

@@ -3,8 +3,11 @@
 //
 // A [Topic] has a name, an element type T and N partitions. A [Producer]
 // routes every item (also inside a batch) to one partition: round-robin by
-// default, or by a numeric or string key ([Router]). Offsets are per
-// partition, int64 and strictly increasing.
+// default, or by a numeric or string key ([Router]). Round-robin is the
+// topic's: its round-robin producers share one rotation, so the k-th
+// round-robin item the topic admits goes to partition k mod N (a single
+// producer on a fresh topic sends item i to partition i mod N). Offsets are
+// per partition, int64 and strictly increasing.
 //
 // Consumer groups read a topic independently. A group's consumers split the
 // partitions between them (consumers <= partitions, the extra partitions to

@@ -39,11 +39,13 @@ type topicConfig struct {
 	fullMode   FullMode
 }
 
-// Partitions sets the number of partitions (default 1, at least 1).
+// Partitions sets the number of partitions (default 1, between 1 and
+// 65536).
 func Partitions(n int) TopicOption { return func(c *topicConfig) { c.partitions = n } }
 
 // Capacity bounds the number of items retained and not yet committed by
-// every known group, over all partitions. 0 (the default) is unbounded.
+// every known group, over all partitions. 0 (the default) is unbounded; a
+// bound is at most 2^46-1 (about 7*10^13) items.
 func Capacity(n int64) TopicOption { return func(c *topicConfig) { c.capacity = n } }
 
 // WithFullMode sets what producers do when the topic is full (default FullWait).
@@ -59,10 +61,10 @@ func newTopicConfig(opts []TopicOption) (topicConfig, error) {
 		}
 	}
 	switch {
-	case c.partitions < 1:
-		return c, &OptionError{Option: "Partitions", Value: c.partitions, Reason: "must be at least 1"}
-	case c.capacity < 0:
-		return c, &OptionError{Option: "Capacity", Value: c.capacity, Reason: "must be 0 (unbounded) or positive"}
+	case c.partitions < 1 || c.partitions > maxPartitions:
+		return c, &OptionError{Option: "Partitions", Value: c.partitions, Reason: fmt.Sprintf("must be between 1 and %d", maxPartitions)}
+	case c.capacity < 0 || c.capacity > maxCapacity:
+		return c, &OptionError{Option: "Capacity", Value: c.capacity, Reason: fmt.Sprintf("must be 0 (unbounded) or between 1 and %d", int64(maxCapacity))}
 	case c.fullMode != FullWait && c.fullMode != FullFail:
 		return c, &OptionError{Option: "FullMode", Value: c.fullMode, Reason: "must be FullWait or FullFail"}
 	}

@@ -42,7 +42,7 @@ func (p *Producer[T]) produceTo(ctx context.Context, partition int, items []T, m
 	if len(items) == 0 {
 		return -1, true, nil
 	}
-	return admitStore(ctx, t, int64(len(items)), mode, partitionStore[T]{t, partition, items})
+	return admitStore(ctx, t, int64(len(items)), mode, false, partitionStore[T]{t, partition, items})
 }
 
 // partitionStore stores a slice of a batch in one partition.
@@ -52,6 +52,6 @@ type partitionStore[T any] struct {
 	items []T
 }
 
-func (b partitionStore[T]) store(start, end int64) (int64, error) {
+func (b partitionStore[T]) store(start, end int64, _ int) (int64, error) {
 	return b.t.appendRun(b.part, b.items[start:end], end-start, true)
 }

@@ -13,14 +13,20 @@ import (
 // where they apply: a FullWait batch larger than the capacity that is
 // cancelled after some of its slices were stored, and a storage error on one
 // partition after others of the same batch were appended.
+//
+// A round-robin producer (router nil) takes the topic's round-robin
+// positions, which every round-robin producer of the topic shares: the
+// topic keeps them in the word its capacity is admitted with (bounded) or
+// in a counter of its own (unbounded), so a single-item produce touches no
+// shared word of the producer.
 type Producer[T any] struct {
 	topic  *Topic[T]
-	router Router[T] // nil: round-robin, inlined
-	// seq is written by every call of every goroutine sharing the
-	// producer: padded so it does not share a cache line with the fields
+	router Router[T] // nil: round-robin over the topic's positions, inlined
+	// seq is written by every call of a keyed producer shared by several
+	// goroutines: padded so it does not share a cache line with the fields
 	// above, which they all read.
 	_   [40]byte
-	seq atomic.Uint64 // items routed so far: the round-robin position
+	seq atomic.Uint64 // items routed so far: the seq passed to Router.Route
 	_   [56]byte
 }
 
@@ -75,14 +81,24 @@ func (p *Producer[T]) produce(ctx context.Context, item T, mode admission) (bool
 		return false, err
 	}
 	t := p.topic
-	part, err := p.route(item)
-	if err != nil {
-		return false, err
-	}
-	if t.gate != nil {
-		if ok, err := t.admit(ctx, 1, mode); !ok || err != nil {
+	rr := p.roundRobin()
+	part := 0
+	if !rr {
+		var err error
+		if part, err = p.route(item); err != nil {
 			return false, err
 		}
+	}
+	if t.gate != nil {
+		pos, ok, err := t.admit(ctx, 1, mode, rr)
+		if !ok || err != nil {
+			return false, err
+		}
+		if rr {
+			part = pos
+		}
+	} else if rr {
+		part = t.nextRoundRobin(1)
 	}
 	if err := t.append(part, item); err != nil {
 		if t.gate != nil {
@@ -94,28 +110,27 @@ func (p *Producer[T]) produce(ctx context.Context, item T, mode admission) (bool
 	return true, nil
 }
 
-// route picks the partition of one item.
+// roundRobin reports whether p routes round-robin over more than one
+// partition: its items then take the topic's round-robin positions as they
+// are admitted, and need no routing before.
+func (p *Producer[T]) roundRobin() bool { return p.router == nil && p.topic.cfg.partitions > 1 }
+
+// route picks the partition of one item with p's router.
 func (p *Producer[T]) route(item T) (int, error) {
-	n := p.topic.cfg.partitions
 	if p.router == nil {
-		if n == 1 {
-			return 0, nil // no shared counter to contend on
-		}
-		return p.topic.roundRobin(p.seq.Add(1) - 1), nil
+		return 0, nil // one partition
 	}
-	return p.topic.checkRoute(p.router.Route(item, n, p.seq.Add(1)-1))
+	return p.topic.checkRoute(p.router.Route(item, p.topic.cfg.partitions, p.seq.Add(1)-1))
 }
 
-// routeBatch routes every item of items; keyed routers fill s's table.
+// routeBatch routes every item of items with p's router into s's table;
+// round-robin batches need no table (their position comes with admission).
 func (p *Producer[T]) routeBatch(items []T, s *batchScratch[T]) (routes, error) {
+	if p.router == nil {
+		return routes{}, nil
+	}
 	n := p.topic.cfg.partitions
 	k := uint64(len(items))
-	if p.router == nil {
-		if n == 1 {
-			return routes{}, nil
-		}
-		return routes{rr: p.topic.roundRobin(p.seq.Add(k) - k)}, nil
-	}
 	seq := p.seq.Add(k) - k
 	idx := s.index(len(items))
 	for i, it := range items {
@@ -128,10 +143,11 @@ func (p *Producer[T]) routeBatch(items []T, s *batchScratch[T]) (routes, error) 
 	return routes{idx: idx}, nil
 }
 
-// roundRobin returns seq mod the partition count, with a mask instead of
-// a division when the count is a power of two (the common case of one
-// partition per core).
-func (t *Topic[T]) roundRobin(seq uint64) int {
+// nextRoundRobin takes k round-robin positions of an unbounded topic and
+// returns the first, with a mask instead of a division when the partition
+// count is a power of two (the common case of one partition per core).
+func (t *Topic[T]) nextRoundRobin(k int) int {
+	seq := t.rr.Add(uint64(k)) - uint64(k)
 	if t.rrMask != 0 {
 		return int(seq & t.rrMask)
 	}
@@ -167,28 +183,33 @@ func (p *Producer[T]) produceBatch(ctx context.Context, items []T, mode admissio
 	if err != nil {
 		return false, err
 	}
-	_, ok, err := admitStore(ctx, t, int64(len(items)), mode, routedStore[T]{t, items, r, s})
+	_, ok, err := admitStore(ctx, t, int64(len(items)), mode, p.roundRobin(), routedStore[T]{t, items, r, s})
 	return ok, err
 }
 
 // storer stores items[start:end] of a produce call's items and returns the
-// offset of the last one, or -1 when it does not track offsets. It lets
-// admitStore serve every produce call without a closure (which would
+// offset of the last one, or -1 when it does not track offsets; pos is the
+// first round-robin position of those items when they take positions. It
+// lets admitStore serve every produce call without a closure (which would
 // allocate per call).
 type storer interface {
-	store(start, end int64) (last int64, err error)
+	store(start, end int64, pos int) (last int64, err error)
 }
 
-// admitStore admits total items as mode says and stores them with s: all at
-// once when the topic is unbounded or they fit under the capacity, and
-// under FullWait a batch larger than the capacity in capacity-sized slices,
-// each admitted in turn (if ctx ends in between, the slices before stay
-// stored). It returns the last offset s reported (-1 if none), and whether
-// everything was stored; with mode admitTry a batch that does not fit now
-// is (-1, false, nil).
-func admitStore[T any, S storer](ctx context.Context, t *Topic[T], total int64, mode admission, s S) (int64, bool, error) {
+// admitStore admits total items as mode says, with rr taking a round-robin
+// position for each, and stores them with s: all at once when the topic is
+// unbounded or they fit under the capacity, and under FullWait a batch
+// larger than the capacity in capacity-sized slices, each admitted in turn
+// (if ctx ends in between, the slices before stay stored). It returns the
+// last offset s reported (-1 if none), and whether everything was stored;
+// with mode admitTry a batch that does not fit now is (-1, false, nil).
+func admitStore[T any, S storer](ctx context.Context, t *Topic[T], total int64, mode admission, rr bool, s S) (int64, bool, error) {
 	if t.gate == nil {
-		last, err := s.store(0, total)
+		pos := 0
+		if rr {
+			pos = t.nextRoundRobin(int(total))
+		}
+		last, err := s.store(0, total, pos)
 		return last, err == nil, err
 	}
 	capacity := t.cfg.capacity
@@ -199,10 +220,11 @@ func admitStore[T any, S storer](ctx context.Context, t *Topic[T], total int64, 
 			}
 			return -1, false, fmt.Errorf("%w: batch of %d items exceeds the capacity %d of topic %q", ErrFull, total, capacity, t.name)
 		}
-		if ok, err := t.admit(ctx, total, mode); !ok || err != nil {
+		pos, ok, err := t.admit(ctx, total, mode, rr)
+		if !ok || err != nil {
 			return -1, false, err
 		}
-		last, err := s.store(0, total)
+		last, err := s.store(0, total, pos)
 		return last, err == nil, err
 	}
 	// FullWait and larger than the capacity: capacity-sized slices, each
@@ -210,10 +232,11 @@ func admitStore[T any, S storer](ctx context.Context, t *Topic[T], total int64, 
 	last := int64(-1)
 	for start := int64(0); start < total; start += capacity {
 		end := min(start+capacity, total)
-		if err := t.gate.acquire(ctx, end-start); err != nil {
+		pos, err := t.gate.acquire(ctx, end-start, rr)
+		if err != nil {
 			return last, false, err
 		}
-		l, err := s.store(start, end)
+		l, err := s.store(start, end, pos)
 		if err != nil {
 			return last, false, err
 		}
@@ -230,27 +253,32 @@ type routedStore[T any] struct {
 	s     *batchScratch[T]
 }
 
-func (b routedStore[T]) store(start, end int64) (int64, error) {
-	return -1, b.t.appendRouted(b.items[start:end], b.r.sub(int(start), int(end), len(b.t.parts)), b.s)
+func (b routedStore[T]) store(start, end int64, pos int) (int64, error) {
+	r := routes{rr: pos}
+	if b.r.idx != nil {
+		r = routes{idx: b.r.idx[start:end]}
+	}
+	return -1, b.t.appendRouted(b.items[start:end], r, b.s)
 }
 
-// admit takes n units of capacity as mode says. It reports false with a
-// nil error only under admitTry.
-func (t *Topic[T]) admit(ctx context.Context, n int64, mode admission) (bool, error) {
+// admit takes n units of capacity, and with rr n round-robin positions
+// whose first it returns, as mode says. It reports false with a nil error
+// only under admitTry.
+func (t *Topic[T]) admit(ctx context.Context, n int64, mode admission, rr bool) (pos int, ok bool, err error) {
 	switch mode {
 	case admitWait:
-		if err := t.gate.acquire(ctx, n); err != nil {
-			return false, err
+		if pos, err = t.gate.acquire(ctx, n, rr); err != nil {
+			return 0, false, err
 		}
-		return true, nil
+		return pos, true, nil
 	case admitFail:
-		ok, err := t.gate.tryAcquire(n)
+		pos, ok, err = t.gate.tryAcquire(n, rr)
 		if err == nil && !ok {
 			err = ErrFull // a sentinel: no allocation on the hot path
 		}
-		return ok, err
+		return pos, ok, err
 	default:
-		return t.gate.tryAcquire(n)
+		return t.gate.tryAcquire(n, rr)
 	}
 }
 

@@ -9,15 +9,19 @@ import (
 // round-robin. Routers are safe for concurrent use.
 type Router[T any] interface {
 	// Route returns the partition of item among n, or an error wrapping
-	// ErrInvalidKey. seq is a per-producer counter for round-robin routers.
+	// ErrInvalidKey. seq counts the items the producer routed before this
+	// one, for routers that spread items without a key.
 	Route(item T, n int, seq uint64) (int, error)
 }
 
-// RoundRobin routes item i of a producer to partition i mod n.
+// RoundRobin routes items to the topic's partitions in turn: the k-th
+// round-robin item the topic admits, from any of its round-robin producers,
+// goes to partition k mod n. It is the same as a nil Router.
 func RoundRobin[T any]() Router[T] { return roundRobin[T]{} }
 
-// roundRobin is recognised by Producer, which then routes without calling
-// it (the hot path of the default producer).
+// roundRobin is recognised by Producer, which then takes the topic's
+// positions instead of calling it (the hot path of the default producer);
+// Route serves a caller that calls it directly.
 type roundRobin[T any] struct{}
 
 func (roundRobin[T]) Route(_ T, n int, seq uint64) (int, error) { return int(seq % uint64(n)), nil }

@@ -8,14 +8,6 @@ type routes struct {
 	rr  int
 }
 
-// sub returns the routes of items[start:end].
-func (r routes) sub(start, end, n int) routes {
-	if r.idx != nil {
-		return routes{idx: r.idx[start:end]}
-	}
-	return routes{rr: (r.rr + start) % n}
-}
-
 // batchScratch is the reusable memory of one ProduceBatch call: the
 // partition of every item and the items regrouped by partition. Topics pool
 // them, so routing a batch per item allocates nothing once warm.

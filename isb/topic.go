@@ -1,6 +1,7 @@
 package isb
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,12 @@ type Topic[T any] struct {
 	closed  atomic.Bool
 	done    chan struct{} // closed by Close: wakes blocked Pulls
 	scratch sync.Pool     // *batchScratch[T], per-item routing of batches
+
+	// The round-robin position of an unbounded topic (a bounded one keeps
+	// it in gate): written by every round-robin produce, so it has a cache
+	// line of its own.
+	_  [64]byte
+	rr atomic.Uint64
 
 	// Written by consumers on every Pull and commit: kept off the cache
 	// line the producers read.
@@ -93,7 +100,14 @@ func NewTopic[T any](name string, backend Backend[T], opts ...TopicOption) (*Top
 	}
 	used := t.recoverGroups()
 	if cfg.capacity > 0 {
-		t.gate = newGate(cfg.capacity, used)
+		if used > maxCapacity {
+			err := fmt.Errorf("isb: topic %q: storage holds %d uncommitted items, more than a bounded topic can count (%d)", name, used, int64(maxCapacity))
+			if cerr := backend.Close(); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+			return nil, err
+		}
+		t.gate = newGate(cfg.capacity, used, cfg.partitions)
 	}
 	return t, nil
 }

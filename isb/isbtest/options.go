@@ -17,7 +17,9 @@ func (s suite) topicOptions(t *testing.T) {
 	}{
 		{"zero partitions", "t", []isb.TopicOption{isb.Partitions(0)}, "Partitions"},
 		{"negative partitions", "t", []isb.TopicOption{isb.Partitions(-3)}, "Partitions"},
+		{"too many partitions", "t", []isb.TopicOption{isb.Partitions(1<<16 + 1)}, "Partitions"},
 		{"negative capacity", "t", []isb.TopicOption{isb.Capacity(-1)}, "Capacity"},
+		{"capacity past the limit", "t", []isb.TopicOption{isb.Capacity(1 << 46)}, "Capacity"},
 		{"unknown full mode", "t", []isb.TopicOption{isb.WithFullMode(isb.FullMode(7))}, "FullMode"},
 		{"empty name", "", nil, "topic name"},
 		{"dot name", ".", nil, "topic name"},

@@ -59,6 +59,7 @@ func Run(t *testing.T, f Factory) {
 		{"DeleteGroupErrors", s.deleteGroupErrors},
 		{"DeleteGroupWhileOthersCommit", s.deleteGroupWhileOthersCommit},
 		{"RoundRobinSkipsEmptyPartitions", s.roundRobinPartitions},
+		{"TopicRoundRobin", s.topicRoundRobin},
 		{"PullWakesOnProduce", s.pullWakesOnProduce},
 		{"PushAutoCommit", s.pushAutoCommit},
 		{"PushManualRetry", s.pushManualRetry},
