@@ -21,7 +21,9 @@ type PullConsumer[T any] struct {
 
 	// mu is held by Pull, Commit and CommitTo, so Close can wait for the
 	// one in flight: after Close returns this consumer never commits again,
-	// and the group may get a new consumer.
+	// and the group may get a new consumer. Topic.Close waits for it too
+	// before it closes storage, which is why reads and commits take no
+	// topic-wide lock.
 	mu        sync.Mutex
 	first     int     // assigned partitions are first..first+len(next)-1
 	next      []int64 // per assigned partition: the delivered end (next offset to read)
@@ -65,8 +67,10 @@ func (t *Topic[T]) PullConsumers(group string, n int, opts ...ConsumerOption) ([
 	if err != nil {
 		return nil, err
 	}
-	t.mu.Lock() // the group's commits are guarded by the topic
+	t.mu.Lock() // consumers is guarded by mu, the group's commits by every cmu
 	defer t.mu.Unlock()
+	t.lockCommits()
+	defer t.unlockCommits()
 	cs := make([]*PullConsumer[T], n)
 	first := 0
 	for i := range cs {
@@ -90,6 +94,7 @@ func (t *Topic[T]) PullConsumers(group string, n int, opts ...ConsumerOption) ([
 			c.next[j] = c.committed[j]
 		}
 		cs[i] = c
+		t.consumers[c] = struct{}{}
 		first += count
 	}
 	return cs, nil
@@ -184,13 +189,11 @@ func (c *PullConsumer[T]) read() (b Batch[T], ok bool, err error) {
 		if pt.log.Tail() <= off {
 			continue
 		}
-		t.io.RLock()
+		// c.mu is held: Close waits for it before closing storage.
 		if t.closed.Load() {
-			t.io.RUnlock()
 			return b, false, ErrClosed
 		}
 		items, err := pt.log.Read(off, c.cfg.batchSize, c.buf)
-		t.io.RUnlock()
 		if err != nil {
 			return b, false, fmt.Errorf("isb: topic %q partition %d: read at offset %d: %w", t.name, part, off, err)
 		}
@@ -269,7 +272,7 @@ func (c *PullConsumer[T]) Close() error {
 		c.closed.Store(true)
 		close(c.done) // wake a blocked Pull, which then releases mu
 		c.mu.Lock()   // wait for the Pull or commit in flight
-		c.topic.leave(c.group)
+		c.topic.leave(c.group, c)
 		c.mu.Unlock()
 	})
 	return nil

@@ -12,7 +12,7 @@ import (
 // until Topic.DeleteGroup removes it.
 type group struct {
 	name    string
-	commits []int64 // per partition; guarded by Topic.mu; never decreases
+	commits []int64 // per partition; commits[p] guarded by partition p's cmu; never decreases
 	running int     // open consumers; guarded by Topic.mu
 }
 
@@ -71,6 +71,11 @@ func (t *Topic[T]) join(name string, n int) (*group, error) {
 		return g, nil
 	}
 	g = &group{name: name, commits: make([]int64, len(t.parts)), running: n}
+	// Every partition's bookkeeping stays locked until g is known: a
+	// commit of another group in between would otherwise release past
+	// g's start.
+	t.lockCommits()
+	defer t.unlockCommits()
 	for p, pt := range t.parts {
 		start := max(pt.min, pt.log.Head())
 		if off, ok := pt.log.Committed(name); ok && off > start && off <= pt.log.Tail() {
@@ -85,7 +90,8 @@ func (t *Topic[T]) join(name string, n int) (*group, error) {
 	return g, nil
 }
 
-// addGroup makes g known; t.mu is held or t not shared yet.
+// addGroup makes g known; t.mu and every cmu are held, or t is not shared
+// yet.
 func (t *Topic[T]) addGroup(g *group) {
 	t.groups[g.name] = g
 	t.known = append(t.known, g)
@@ -126,6 +132,8 @@ func (t *Topic[T]) DeleteGroup(name string) error {
 		return fmt.Errorf("isb: topic %q: delete group %q: %w", t.name, name, err)
 	}
 	delete(t.groups, name)
+	t.lockCommits()
+	defer t.unlockCommits()
 	t.known = slices.DeleteFunc(t.known, func(o *group) bool { return o == g })
 	if len(t.known) == 0 {
 		return nil // keep everything for a group created later
@@ -145,7 +153,8 @@ func (t *Topic[T]) DeleteGroup(name string) error {
 
 // releaseTo advances partition p's min to newMin (if it is higher), gives
 // the capacity between back to the gate and lets storage release below it.
-// t.mu and t.io (for reading) are held.
+// Its cmu is held, and whatever keeps storage open: t.io for reading, or
+// the mu of the committing consumer (see Close).
 func (t *Topic[T]) releaseTo(p int, newMin int64) error {
 	pt := t.parts[p]
 	if newMin <= pt.min {
@@ -162,20 +171,21 @@ func (t *Topic[T]) releaseTo(p int, newMin int64) error {
 	return nil
 }
 
-// leave records that one consumer of g closed.
-func (t *Topic[T]) leave(g *group) {
+// leave records that consumer c of g closed.
+func (t *Topic[T]) leave(g *group, c *PullConsumer[T]) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	g.running--
+	delete(t.consumers, c)
 }
 
 // commit stores g's commit of partition p at off (off greater than the
 // group's commit, at most what its consumer was delivered), then advances
 // the partition's min: capacity and storage are released as far as every
-// known group has committed.
+// known group has committed. The committing consumer holds its mu, which
+// Close waits for, and only partition p's bookkeeping is locked: consumers
+// of different partitions commit independently.
 func (t *Topic[T]) commit(g *group, p int, off int64) error {
-	t.io.RLock()
-	defer t.io.RUnlock()
 	if t.closed.Load() {
 		return ErrClosed
 	}
@@ -186,8 +196,8 @@ func (t *Topic[T]) commit(g *group, p int, off int64) error {
 		return fmt.Errorf("isb: topic %q partition %d: commit of group %q at offset %d: %w", t.name, p, g.name, off, err)
 	}
 
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	pt.cmu.Lock()
+	defer pt.cmu.Unlock()
 	old := g.commits[p]
 	if off <= old {
 		return nil

@@ -29,17 +29,20 @@ type Topic[T any] struct {
 	_  [64]byte
 	rr atomic.Uint64
 
-	// Written by consumers on every Pull and commit: kept off the cache
+	// Written when groups and consumers come and go: kept off the cache
 	// line the producers read.
 	_ [64]byte
-	// mu guards groups, known and every partition's min: the commit
-	// bookkeeping.
-	mu     sync.Mutex
-	groups map[string]*group
-	known  []*group // the values of groups: commits range over a slice, not a map
-	// io is held for reading around every Log call other than Append
-	// (Read, Commit, Release). Close takes it for writing after marking
-	// the topic closed, so the backend is never closed under a call.
+	// mu guards groups, consumers and every group's running count. known
+	// is written with mu and every partition's cmu held, so it may be read
+	// with either: a commit reads it under its partition's cmu alone.
+	mu        sync.Mutex
+	groups    map[string]*group
+	known     []*group // the values of groups: commits range over a slice, not a map
+	consumers map[*PullConsumer[T]]struct{}
+	// io is held for reading around the Log calls of group management
+	// (join, DeleteGroup). Consumers' reads and commits run under their
+	// own mu instead, which Close waits for (see Close): a topic-wide
+	// lock there would be shared by every consumer of every partition.
 	io        sync.RWMutex
 	closeOnce sync.Once
 	closeErr  error
@@ -53,11 +56,31 @@ type partition[T any] struct {
 	// clog is log when it serializes its own appends: the topic then calls
 	// it without mu.
 	clog ConcurrentLog[T]
-	// min is the lowest commit over all known groups (guarded by
-	// Topic.mu); everything below it is released. With no group at all it
-	// stays at the head so items are kept for a group created later.
+	_    [64]byte // keep the appenders' lock off the committers' line
+
+	// cmu guards min and every group's commit of this partition, so the
+	// consumers of different partitions commit without sharing a lock.
+	cmu sync.Mutex
+	// min is the lowest commit over all known groups; everything below it
+	// is released. With no group at all it stays at the head so items are
+	// kept for a group created later.
 	min int64
-	_   [64]byte // keep the next partition's lock off this cache line
+	_   [64]byte // keep the next partition's locks off this cache line
+}
+
+// lockCommits locks every partition's commit bookkeeping, in partition
+// order (the order every caller takes them in), for the changes that span
+// partitions: a group joining or leaving the known set.
+func (t *Topic[T]) lockCommits() {
+	for _, pt := range t.parts {
+		pt.cmu.Lock()
+	}
+}
+
+func (t *Topic[T]) unlockCommits() {
+	for _, pt := range t.parts {
+		pt.cmu.Unlock()
+	}
 }
 
 // NewTopic validates opts, opens backend for the topic and returns it.
@@ -81,13 +104,14 @@ func NewTopic[T any](name string, backend Backend[T], opts ...TopicOption) (*Top
 		return nil, fmt.Errorf("isb: topic %q: open storage: %w", name, err)
 	}
 	t := &Topic[T]{
-		name:    name,
-		cfg:     cfg,
-		backend: backend,
-		parts:   make([]*partition[T], cfg.partitions),
-		sig:     newSignal(),
-		groups:  make(map[string]*group),
-		done:    make(chan struct{}),
+		name:      name,
+		cfg:       cfg,
+		backend:   backend,
+		parts:     make([]*partition[T], cfg.partitions),
+		sig:       newSignal(),
+		groups:    make(map[string]*group),
+		consumers: make(map[*PullConsumer[T]]struct{}),
+		done:      make(chan struct{}),
 	}
 	t.scratch.New = func() any { return new(batchScratch[T]) }
 	if n := cfg.partitions; n > 1 && n&(n-1) == 0 {
@@ -135,6 +159,8 @@ func (t *Topic[T]) Producer(r Router[T]) *Producer[T] {
 func (t *Topic[T]) Pending(group string) int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.lockCommits()
+	defer t.unlockCommits()
 	g := t.groups[group]
 	var n int64
 	for p, pt := range t.parts {
@@ -153,12 +179,12 @@ func (t *Topic[T]) Pending(group string) int64 {
 // every known group. It is measured on the storage (tail minus the minimum
 // commit), so it never counts capacity acquired but not yet appended.
 func (t *Topic[T]) Used() int64 {
-	// Holding mu freezes every min and with it the release of capacity,
-	// while tails can only grow by capacity acquired: so the sum, although
-	// its tails are read one after the other, never exceeds the true use
-	// at the end of the loop.
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	// Holding every cmu freezes every min and with it the release of
+	// capacity, while tails can only grow by capacity acquired: so the
+	// sum, although its tails are read one after the other, never exceeds
+	// the true use at the end of the loop.
+	t.lockCommits()
+	defer t.unlockCommits()
 	var n int64
 	for _, pt := range t.parts {
 		n += pt.log.Tail() - pt.min
@@ -201,8 +227,21 @@ func (t *Topic[T]) Close() error {
 			pt.mu.Lock()
 			pt.mu.Unlock() //nolint:staticcheck // an empty critical section is the barrier
 		}
-		// 5. Wait for reads, commits and releases in flight: they hold io
-		// for reading and check closed under it.
+		// 5. Wait for reads, commits and releases in flight. A consumer
+		// reads and commits holding its mu and checks closed under it, so
+		// once Close has held the mu of every consumer none can touch
+		// storage again (one created after the snapshot below finds the
+		// topic closed). Group management holds io for reading.
+		t.mu.Lock()
+		cs := make([]*PullConsumer[T], 0, len(t.consumers))
+		for c := range t.consumers {
+			cs = append(cs, c)
+		}
+		t.mu.Unlock()
+		for _, c := range cs {
+			c.mu.Lock()
+			c.mu.Unlock() //nolint:staticcheck // an empty critical section is the barrier
+		}
 		t.io.Lock()
 		defer t.io.Unlock()
 		// 6. Nothing uses the storage any more: close it.
