@@ -89,16 +89,12 @@ func (p *Producer[T]) produce(ctx context.Context, item T, mode admission) (bool
 			return false, err
 		}
 	}
-	if t.gate != nil {
-		pos, ok, err := t.admit(ctx, 1, mode, rr)
-		if !ok || err != nil {
-			return false, err
-		}
-		if rr {
-			part = pos
-		}
-	} else if rr {
-		part = t.nextRoundRobin(1)
+	pos, ok, err := t.admit(ctx, 1, mode, rr)
+	if !ok || err != nil {
+		return false, err
+	}
+	if rr {
+		part = pos
 	}
 	if err := t.append(part, item); err != nil {
 		if t.gate != nil {
@@ -204,45 +200,36 @@ type storer interface {
 // last offset s reported (-1 if none), and whether everything was stored;
 // with mode admitTry a batch that does not fit now is (-1, false, nil).
 func admitStore[T any, S storer](ctx context.Context, t *Topic[T], total int64, mode admission, rr bool, s S) (int64, bool, error) {
-	if t.gate == nil {
-		pos := 0
-		if rr {
-			pos = t.nextRoundRobin(int(total))
-		}
-		last, err := s.store(0, total, pos)
-		return last, err == nil, err
-	}
-	capacity := t.cfg.capacity
-	if total <= capacity || mode != admitWait {
-		if total > capacity {
-			if mode == admitTry {
-				return -1, false, nil
-			}
+	if capacity := t.cfg.capacity; t.gate != nil && total > capacity {
+		switch mode {
+		case admitTry:
+			return -1, false, nil
+		case admitFail:
 			return -1, false, fmt.Errorf("%w: batch of %d items exceeds the capacity %d of topic %q", ErrFull, total, capacity, t.name)
 		}
-		pos, ok, err := t.admit(ctx, total, mode, rr)
-		if !ok || err != nil {
-			return -1, false, err
+		// FullWait: capacity-sized slices, each admitted in turn, so the
+		// batch makes progress as consumers commit.
+		last := int64(-1)
+		for start := int64(0); start < total; start += capacity {
+			end := min(start+capacity, total)
+			pos, err := t.gate.acquire(ctx, end-start, rr)
+			if err != nil {
+				return last, false, err
+			}
+			l, err := s.store(start, end, pos)
+			if err != nil {
+				return last, false, err
+			}
+			last = l
 		}
-		last, err := s.store(0, total, pos)
-		return last, err == nil, err
+		return last, true, nil
 	}
-	// FullWait and larger than the capacity: capacity-sized slices, each
-	// admitted in turn, so the batch makes progress as consumers commit.
-	last := int64(-1)
-	for start := int64(0); start < total; start += capacity {
-		end := min(start+capacity, total)
-		pos, err := t.gate.acquire(ctx, end-start, rr)
-		if err != nil {
-			return last, false, err
-		}
-		l, err := s.store(start, end, pos)
-		if err != nil {
-			return last, false, err
-		}
-		last = l
+	pos, ok, err := t.admit(ctx, total, mode, rr)
+	if !ok || err != nil {
+		return -1, false, err
 	}
-	return last, true, nil
+	last, err := s.store(0, total, pos)
+	return last, err == nil, err
 }
 
 // routedStore stores a slice of a batch routed per item.
@@ -262,9 +249,27 @@ func (b routedStore[T]) store(start, end int64, pos int) (int64, error) {
 }
 
 // admit takes n units of capacity, and with rr n round-robin positions
-// whose first it returns, as mode says. It reports false with a nil error
-// only under admitTry.
+// whose first it returns, as mode says: the positions come with the
+// capacity from the gate's word on a bounded topic, and from the topic's
+// counter on an unbounded one. It reports false with a nil error only under
+// admitTry. It is small enough to inline: the single-item produce pays no
+// call before the lock-free paths.
 func (t *Topic[T]) admit(ctx context.Context, n int64, mode admission, rr bool) (pos int, ok bool, err error) {
+	if t.gate == nil {
+		if rr {
+			pos = t.nextRoundRobin(int(n))
+		}
+		return pos, true, nil
+	}
+	if pos, ok := t.gate.tryFast(n, rr); ok {
+		return pos, true, nil // a gate closed meanwhile fails the append instead
+	}
+	return t.admitSlow(ctx, n, mode, rr)
+}
+
+// admitSlow is admit when the fast path failed: someone is queued, the
+// items do not fit, or the gate closed.
+func (t *Topic[T]) admitSlow(ctx context.Context, n int64, mode admission, rr bool) (pos int, ok bool, err error) {
 	switch mode {
 	case admitWait:
 		if pos, err = t.gate.acquire(ctx, n, rr); err != nil {

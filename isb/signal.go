@@ -51,9 +51,13 @@ func (s *signal) disarm() { s.waiters.Add(-1) }
 // notify wakes every armed reader. It costs one atomic load when no reader
 // waits, and allocates a new channel only when a reader took the old one.
 func (s *signal) notify() {
-	if s.waiters.Load() == 0 {
-		return
+	if s.waiters.Load() != 0 {
+		s.wake()
 	}
+}
+
+// wake closes the channel armed readers wait on, if one of them took it.
+func (s *signal) wake() {
 	s.mu.Lock()
 	if s.taken {
 		close(s.ch)

@@ -59,7 +59,18 @@ func (l *tailLock) init() { l.cond.L = &l.mu }
 func (l *tailLock) tail() int64 { return l.word.Load() >> tailShift }
 
 // lock takes the lock and returns the tail; ok is false once seal has run.
+// The uncontended case is one load and one compare-and-swap.
 func (l *tailLock) lock() (tail int64, ok bool) {
+	// Expect the word free (no flag set): the CAS fails otherwise.
+	w := l.word.Load() &^ (tailLocked | tailParked | tailSealed)
+	if l.word.CompareAndSwap(w, w|tailLocked) {
+		return w >> tailShift, true
+	}
+	return l.lockSlow()
+}
+
+// lockSlow is lock when the word was held, sealed or changed under it.
+func (l *tailLock) lockSlow() (tail int64, ok bool) {
 	for spins := 0; ; spins++ {
 		w := l.word.Load()
 		switch {
@@ -98,10 +109,15 @@ func (l *tailLock) unlock(tail int64) { l.release(tail << tailShift) }
 // release stores word and wakes the parked appenders, if any.
 func (l *tailLock) release(word int64) {
 	if l.word.Swap(word)&tailParked != 0 {
-		l.mu.Lock()
-		l.cond.Broadcast()
-		l.mu.Unlock()
+		l.wake()
 	}
+}
+
+// wake wakes every parked appender.
+func (l *tailLock) wake() {
+	l.mu.Lock()
+	l.cond.Broadcast()
+	l.mu.Unlock()
 }
 
 // seal waits for the append in flight, if any, and makes every lock from
