@@ -36,6 +36,7 @@ type PullConsumer[T any] struct {
 	}
 	buf []T // Read's decode buffer, reused by every Pull
 
+	wake      chan struct{} // capacity 1: a producer's token for a waiting Pull (see waiters)
 	closed    atomic.Bool
 	done      chan struct{} // closed by Close: wakes a blocked Pull
 	closeOnce sync.Once
@@ -87,6 +88,7 @@ func (t *Topic[T]) PullConsumers(group string, n int, opts ...ConsumerOption) ([
 			committed: make([]int64, count),
 			last:      count - 1, // the first Pull starts at the first partition
 			buf:       make([]T, cfg.batchSize),
+			wake:      make(chan struct{}, 1),
 			done:      make(chan struct{}),
 		}
 		for j := range count {
@@ -151,29 +153,49 @@ func (c *PullConsumer[T]) Pull(ctx context.Context) (Batch[T], error) {
 		if b, ok, err := c.read(); ok || err != nil {
 			return b, err
 		}
-		// Nothing to read: wait. arm before the re-check (see signal).
+		// Nothing to read: wait. arm before the re-check (see waiters).
 		if testHookBeforeArm != nil {
 			testHookBeforeArm()
 		}
-		wake := t.sig.arm()
+		c.arm()
 		b, ok, err := c.read()
 		if ok || err != nil {
-			t.sig.disarm()
+			c.disarm()
 			return b, err
 		}
 		select {
-		case <-wake:
-			t.sig.disarm()
+		case <-c.wake:
+			c.disarm()
 		case <-ctx.Done():
-			t.sig.disarm()
+			c.disarm()
 			return Batch[T]{}, ctx.Err()
 		case <-c.done:
-			t.sig.disarm()
+			c.disarm()
 			return Batch[T]{}, ErrClosed
 		case <-t.done:
-			t.sig.disarm()
+			c.disarm()
 			return Batch[T]{}, ErrClosed
 		}
+	}
+}
+
+// arm registers c's wake channel with the waiters of every partition it
+// owns, after dropping a token left by an earlier wake-up (which would end
+// the coming wait at once).
+func (c *PullConsumer[T]) arm() {
+	select {
+	case <-c.wake:
+	default:
+	}
+	for j := range c.next {
+		c.topic.parts[c.first+j].waiters.add(c.wake)
+	}
+}
+
+// disarm undoes arm.
+func (c *PullConsumer[T]) disarm() {
+	for j := range c.next {
+		c.topic.parts[c.first+j].waiters.remove(c.wake)
 	}
 }
 

@@ -53,5 +53,5 @@ type partitionStore[T any] struct {
 }
 
 func (b partitionStore[T]) store(start, end int64, _ int) (int64, error) {
-	return b.t.appendRun(b.part, b.items[start:end], end-start, true)
+	return b.t.appendRun(b.part, b.items[start:end], end-start)
 }

@@ -102,7 +102,7 @@ func (p *Producer[T]) produce(ctx context.Context, item T, mode admission) (bool
 		}
 		return false, err
 	}
-	t.sig.notify()
+	t.parts[part].waiters.notify()
 	return true, nil
 }
 
@@ -347,39 +347,34 @@ func (t *Topic[T]) appendErr(part int, err error) error {
 }
 
 // appendRouted appends items as r routes them, keeping the batch's order
-// within each partition, and wakes readers once. Capacity acquired for
-// items that a storage error kept from being stored is released.
+// within each partition, and wakes the readers of each partition it
+// appended to. Capacity acquired for items that a storage error kept from
+// being stored is released.
 func (t *Topic[T]) appendRouted(items []T, r routes, s *batchScratch[T]) error {
 	n := len(t.parts)
 	if n == 1 {
-		_, err := t.appendRun(0, items, int64(len(items)), true)
+		_, err := t.appendRun(0, items, int64(len(items)))
 		return err
 	}
 	out, starts := s.group(items, r, n)
 	defer clear(s.out[:len(items)]) // do not keep the items alive in the pool
-	var stored bool
 	for part := range n {
 		run := out[starts[part]:starts[part+1]]
 		if len(run) == 0 {
 			continue
 		}
-		if _, err := t.appendRun(part, run, int64(len(items)-starts[part]), false); err != nil {
-			if stored {
-				t.sig.notify()
-			}
+		if _, err := t.appendRun(part, run, int64(len(items)-starts[part])); err != nil {
 			return err
 		}
-		stored = true
 	}
-	t.sig.notify()
 	return nil
 }
 
-// appendRun appends run to partition part and returns the offset of its
-// last item; with notify it then wakes readers. On error it releases rest
-// units of capacity: those of run and of whatever the caller had admitted
-// along with it and will not store.
-func (t *Topic[T]) appendRun(part int, run []T, rest int64, notify bool) (int64, error) {
+// appendRun appends run to partition part, wakes that partition's readers
+// and returns the offset of its last item. On error it releases rest units
+// of capacity: those of run and of whatever the caller had admitted along
+// with it and will not store.
+func (t *Topic[T]) appendRun(part int, run []T, rest int64) (int64, error) {
 	first, err := t.appendItems(part, run)
 	if err != nil {
 		if t.gate != nil {
@@ -387,8 +382,6 @@ func (t *Topic[T]) appendRun(part int, run []T, rest int64, notify bool) (int64,
 		}
 		return -1, err
 	}
-	if notify {
-		t.sig.notify()
-	}
+	t.parts[part].waiters.notify()
 	return first + int64(len(run)) - 1, nil
 }

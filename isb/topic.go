@@ -16,8 +16,7 @@ type Topic[T any] struct {
 	cfg     topicConfig
 	backend Backend[T]
 	parts   []*partition[T]
-	gate    *gate // nil when unbounded: producers then skip capacity entirely
-	sig     *signal
+	gate    *gate  // nil when unbounded: producers then skip capacity entirely
 	rrMask  uint64 // partitions-1 when that is a power of two above 1, else 0
 	closed  atomic.Bool
 	done    chan struct{} // closed by Close: wakes blocked Pulls
@@ -56,7 +55,9 @@ type partition[T any] struct {
 	// clog is log when it serializes its own appends: the topic then calls
 	// it without mu.
 	clog ConcurrentLog[T]
-	_    [64]byte // keep the appenders' lock off the committers' line
+	// waiters are the consumers waiting for this partition's next append.
+	waiters waiters
+	_       [64]byte // keep the appenders' lock off the committers' line
 
 	// cmu guards min and every group's commit of this partition, so the
 	// consumers of different partitions commit without sharing a lock.
@@ -108,7 +109,6 @@ func NewTopic[T any](name string, backend Backend[T], opts ...TopicOption) (*Top
 		cfg:       cfg,
 		backend:   backend,
 		parts:     make([]*partition[T], cfg.partitions),
-		sig:       newSignal(),
 		groups:    make(map[string]*group),
 		consumers: make(map[*PullConsumer[T]]struct{}),
 		done:      make(chan struct{}),

@@ -3,6 +3,7 @@ package isb
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -72,7 +73,7 @@ func TestPullSeesProduceBeforeArm(t *testing.T) {
 	testHookBeforeArm = func() {
 		if !produced {
 			produced = true
-			if tp.sig.waiters.Load() != 0 {
+			if tp.parts[0].waiters.n.Load() != 0 {
 				t.Error("a waiter is armed before arm")
 			}
 			if err := tp.Producer(nil).Produce(ctx, 42); err != nil {
@@ -87,5 +88,62 @@ func TestPullSeesProduceBeforeArm(t *testing.T) {
 	}
 	if !produced {
 		t.Fatal("the hook never ran: Pull did not wait")
+	}
+}
+
+// TestWakeUpsArePerPartition: appends to one partition do not wake a
+// consumer waiting on another. The consumer of partition 0 arms exactly
+// once while 100 produces go to partition 1, then the produce to its own
+// partition wakes it.
+func TestWakeUpsArePerPartition(t *testing.T) {
+	tp, err := NewTopic[int]("wake", &stubBackend{}, Partitions(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	cs, err := tp.PullConsumers("g", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		defer c.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var arms atomic.Int32
+	testHookBeforeArm = func() { arms.Add(1) }
+	defer func() { testHookBeforeArm = nil }()
+	pulled := make(chan Batch[int], 1)
+	go func() {
+		b, err := cs[0].Pull(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		pulled <- b
+	}()
+	for tp.parts[0].waiters.n.Load() != 1 {
+		if ctx.Err() != nil {
+			t.Fatal("the consumer of partition 0 never waited")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	pr := tp.Producer(nil)
+	for i := range 100 {
+		if _, err := pr.ProduceTo(ctx, 1, []int{i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pr.ProduceTo(ctx, 0, []int{7}); err != nil {
+		t.Fatal(err)
+	}
+	b := <-pulled
+	if b.Partition != 0 || len(b.Items) != 1 || b.Items[0] != 7 {
+		t.Fatalf("Pull = %+v; want item 7 of partition 0", b)
+	}
+	if n := arms.Load(); n != 1 {
+		t.Fatalf("the consumer of partition 0 armed %d times; want 1 (woken by partition 1's appends)", n)
+	}
+	if n := tp.parts[0].waiters.n.Load() + tp.parts[1].waiters.n.Load(); n != 0 {
+		t.Fatalf("%d waiters still registered after the Pull", n)
 	}
 }
