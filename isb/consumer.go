@@ -8,7 +8,8 @@ import (
 )
 
 // testHookBeforeArm, when set by a test, runs when Pull found nothing and
-// is about to arm the signal: the window where a produce must not be lost.
+// is about to register with its partitions' waiters: the window where a
+// produce must not be lost.
 var testHookBeforeArm func()
 
 // PullConsumer reads the partitions assigned to it within its group. One
