@@ -21,7 +21,7 @@ var benchInFlight = []int{500, 5000}
 func BenchmarkFIFO(b *testing.B) {
 	wm := time.UnixMilli(1)
 	for _, n := range benchInFlight {
-		b.Run(fmt.Sprintf("btree/inflight=%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("tracker/inflight=%d", n), func(b *testing.B) {
 			tr := New[int64](1)
 			for off := range int64(n) {
 				_ = tr.Insert(0, off, wm, off)

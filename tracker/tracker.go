@@ -31,10 +31,11 @@ func lessOffset[A any](a, b entry[A]) bool { return a.offset < b.offset }
 // partitions and the acks of other partitions never contend.
 type partition[A any] struct {
 	mu   sync.Mutex
-	tree *btree.BTreeG[entry[A]]
+	fifo fifo[A]                 // entries inserted in ascending order: the common case
+	tree *btree.BTreeG[entry[A]] // the others
 	// head caches the lowest-offset entry's offset and watermark so that
-	// LowestOffset and LowestWatermark do not walk the tree; it is refreshed
-	// from tree.Min only when the head itself is inserted or deleted.
+	// LowestOffset and LowestWatermark do not search; it is refreshed from
+	// min only when the head itself is inserted or deleted.
 	headOffset int64
 	headWM     int64
 	nonEmpty   bool
@@ -86,11 +87,8 @@ func (t *Tracker[A]) Insert(partition int, offset int64, watermark time.Time, ac
 	e := entry[A]{offset: offset, watermark: toNanos(watermark), ack: ack}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	// One walk for the common case; a duplicate (rare: a redelivery) puts the
-	// entry that is still being processed back, so it is not replaced.
-	if old, replaced := p.tree.ReplaceOrInsert(e); replaced {
-		p.tree.ReplaceOrInsert(old)
-		return fmt.Errorf("%w: partition %d offset %d", ErrTracked, partition, offset)
+	if err := p.insert(e); err != nil {
+		return fmt.Errorf("%w: partition %d offset %d", err, partition, offset)
 	}
 	if !p.nonEmpty || offset < p.headOffset {
 		p.headOffset, p.headWM, p.nonEmpty = offset, e.watermark, true
@@ -109,16 +107,64 @@ func (t *Tracker[A]) Delete(partition int, offset int64) (A, bool) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	e, ok := p.tree.Delete(entry[A]{offset: offset})
+	e, ok := p.delete(offset)
 	if !ok {
 		return zero, false
 	}
 	if offset == p.headOffset {
-		h, ok := p.tree.Min()
+		h, ok := p.min()
 		p.headOffset, p.headWM, p.nonEmpty = h.offset, h.watermark, ok
 	}
 	t.n.Add(-1)
 	return e.ack, true
+}
+
+// insert adds e to the fifo when it is above everything the fifo holds,
+// to the B-tree otherwise; an offset tracked already is ErrTracked (the
+// entry being processed stays). p.mu is held.
+func (p *partition[A]) insert(e entry[A]) error {
+	if p.fifo.above(e.offset) {
+		// Not in the fifo; the tree may hold it only if it is not empty.
+		if p.tree.Len() > 0 && p.tree.Has(e) {
+			return ErrTracked
+		}
+		p.fifo.push(e)
+		return nil
+	}
+	if p.fifo.find(e.offset) >= 0 {
+		return ErrTracked
+	}
+	// One walk; a duplicate (rare: a redelivery) puts the entry that is
+	// still being processed back, so it is not replaced.
+	if old, replaced := p.tree.ReplaceOrInsert(e); replaced {
+		p.tree.ReplaceOrInsert(old)
+		return ErrTracked
+	}
+	return nil
+}
+
+// delete removes offset from whichever structure holds it. p.mu is held.
+func (p *partition[A]) delete(offset int64) (entry[A], bool) {
+	if i := p.fifo.find(offset); i >= 0 {
+		return p.fifo.remove(i), true
+	}
+	if p.tree.Len() == 0 {
+		return entry[A]{}, false
+	}
+	return p.tree.Delete(entry[A]{offset: offset})
+}
+
+// min returns the lowest tracked entry. p.mu is held.
+func (p *partition[A]) min() (entry[A], bool) {
+	f, fok := p.fifo.min()
+	if p.tree.Len() == 0 {
+		return f, fok
+	}
+	t, _ := p.tree.Min()
+	if !fok || t.offset < f.offset {
+		return t, true
+	}
+	return f, true
 }
 
 // LowestOffset returns the lowest in-flight offset of partition: the commit
@@ -168,5 +214,5 @@ func (t *Tracker[A]) PartitionLen(partition int) int {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.tree.Len()
+	return p.fifo.live + p.tree.Len()
 }

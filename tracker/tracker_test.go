@@ -2,6 +2,7 @@ package tracker
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -164,70 +165,92 @@ func (m *model) len() int {
 }
 
 // TestAgainstModel runs seeded random operations, biased to keep a few
-// hundred entries in flight, and compares every result with the model.
+// hundred entries in flight, and compares every result with the model. Two
+// kinds of inserts: random offsets (most land in the B-tree), and a
+// reader's (ascending per partition with gaps, now and then rewinding), which
+// land in the fifo and mix with the B-tree after a rewind.
 func TestAgainstModel(t *testing.T) {
-	for seed := uint64(1); seed <= 3; seed++ {
-		rng := rand.New(rand.NewPCG(seed, 99))
-		const parts = 4
-		tr, m := New[int](parts), newModel(parts)
-		for op := range 10000 {
-			p := rng.IntN(parts + 1) // parts itself is out of range on purpose
-			off := rng.Int64N(600)
-			switch rng.IntN(10) {
-			case 0, 1, 2, 3, 4:
-				wm := wmAt(rng.Int64N(1_000_000))
-				err := tr.Insert(p, off, wm, op)
-				switch {
-				case p == parts:
-					if !errors.Is(err, ErrPartition) {
-						t.Fatalf("seed %d op %d: Insert(%d) err = %v, want ErrPartition", seed, op, p, err)
-					}
-				case hasKey(m.parts[p], off):
-					if !errors.Is(err, ErrTracked) {
-						t.Fatalf("seed %d op %d: Insert dup err = %v, want ErrTracked", seed, op, err)
-					}
-				default:
-					if err != nil {
-						t.Fatalf("seed %d op %d: Insert err = %v", seed, op, err)
-					}
-					m.parts[p][off] = modelEntry{wm: wm, ack: op}
+	for _, reader := range []bool{false, true} {
+		for seed := uint64(1); seed <= 3; seed++ {
+			t.Run(fmt.Sprintf("reader=%v/seed=%d", reader, seed), func(t *testing.T) {
+				testAgainstModel(t, seed, reader)
+			})
+		}
+	}
+}
+
+func testAgainstModel(t *testing.T, seed uint64, reader bool) {
+	rng := rand.New(rand.NewPCG(seed, 99))
+	const parts = 4
+	tr, m := New[int](parts), newModel(parts)
+	next := make([]int64, parts+1) // the reader's next offset per partition
+	for op := range 10000 {
+		p := rng.IntN(parts + 1) // parts itself is out of range on purpose
+		off := rng.Int64N(600)
+		if reader {
+			switch rng.IntN(50) {
+			case 0: // rewind: offsets below the fifo's highest
+				next[p] = max(0, next[p]-rng.Int64N(40))
+			case 1, 2, 3: // a gap (control messages)
+				next[p] += rng.Int64N(5)
+			}
+			off = next[p]
+			next[p]++
+		}
+		switch rng.IntN(10) {
+		case 0, 1, 2, 3, 4:
+			wm := wmAt(rng.Int64N(1_000_000))
+			err := tr.Insert(p, off, wm, op)
+			switch {
+			case p == parts:
+				if !errors.Is(err, ErrPartition) {
+					t.Fatalf("seed %d op %d: Insert(%d) err = %v, want ErrPartition", seed, op, p, err)
 				}
-			case 5, 6, 7, 8:
-				// Delete the partition's lowest half the time (FIFO acks),
-				// a random offset otherwise (out-of-order acks, misses).
-				if p < parts && rng.IntN(2) == 0 {
-					if low, ok := m.lowest(p); ok {
-						off = low
-					}
+			case hasKey(m.parts[p], off):
+				if !errors.Is(err, ErrTracked) {
+					t.Fatalf("seed %d op %d: Insert dup err = %v, want ErrTracked", seed, op, err)
 				}
-				a, ok := tr.Delete(p, off)
-				var want modelEntry
-				wantOK := false
-				if p < parts {
-					want, wantOK = m.parts[p][off]
-					delete(m.parts[p], off)
+			default:
+				if err != nil {
+					t.Fatalf("seed %d op %d: Insert err = %v", seed, op, err)
 				}
-				if ok != wantOK || (ok && a != want.ack) {
-					t.Fatalf("seed %d op %d: Delete(%d,%d) = %d,%v, want %d,%v", seed, op, p, off, a, ok, want.ack, wantOK)
-				}
-			case 9:
-				if p == parts {
-					continue
-				}
-				got, ok := tr.LowestOffset(p)
-				want, wantOK := m.lowest(p)
-				if got != want || ok != wantOK {
-					t.Fatalf("seed %d op %d: LowestOffset(%d) = %d,%v, want %d,%v", seed, op, p, got, ok, want, wantOK)
+				m.parts[p][off] = modelEntry{wm: wm, ack: op}
+			}
+		case 5, 6, 7, 8:
+			// Delete the partition's lowest half the time (FIFO acks),
+			// a random offset otherwise (out-of-order acks, misses).
+			if p < parts && rng.IntN(2) == 0 {
+				if low, ok := m.lowest(p); ok {
+					off = low
 				}
 			}
-			gotWM, ok := tr.LowestWatermark()
-			wantWM, wantOK := m.lowestWM()
-			if ok != wantOK || !gotWM.Equal(wantWM) {
-				t.Fatalf("seed %d op %d: LowestWatermark = %v,%v, want %v,%v", seed, op, gotWM, ok, wantWM, wantOK)
+			a, ok := tr.Delete(p, off)
+			var want modelEntry
+			wantOK := false
+			if p < parts {
+				want, wantOK = m.parts[p][off]
+				delete(m.parts[p], off)
 			}
-			if tr.Len() != m.len() {
-				t.Fatalf("seed %d op %d: Len = %d, want %d", seed, op, tr.Len(), m.len())
+			if ok != wantOK || (ok && a != want.ack) {
+				t.Fatalf("seed %d op %d: Delete(%d,%d) = %d,%v, want %d,%v", seed, op, p, off, a, ok, want.ack, wantOK)
 			}
+		case 9:
+			if p == parts {
+				continue
+			}
+			got, ok := tr.LowestOffset(p)
+			want, wantOK := m.lowest(p)
+			if got != want || ok != wantOK {
+				t.Fatalf("seed %d op %d: LowestOffset(%d) = %d,%v, want %d,%v", seed, op, p, got, ok, want, wantOK)
+			}
+		}
+		gotWM, ok := tr.LowestWatermark()
+		wantWM, wantOK := m.lowestWM()
+		if ok != wantOK || !gotWM.Equal(wantWM) {
+			t.Fatalf("seed %d op %d: LowestWatermark = %v,%v, want %v,%v", seed, op, gotWM, ok, wantWM, wantOK)
+		}
+		if tr.Len() != m.len() {
+			t.Fatalf("seed %d op %d: Len = %d, want %d", seed, op, tr.Len(), m.len())
 		}
 	}
 }
@@ -347,5 +370,54 @@ func TestWatermarkConversion(t *testing.T) {
 	_ = tr.Insert(1, 1, time.Time{}, 0)
 	if got, _ := tr.LowestWatermark(); !got.IsZero() {
 		t.Fatalf("LowestWatermark = %v, want the zero Time", got)
+	}
+}
+
+// TestReaderPatternStaysInFIFO: a reader's ascending inserts with acks
+// in and out of order never touch the B-tree, and the fifo's slice stays
+// proportional to what is in flight (compaction), while the commit point
+// stays exact.
+func TestReaderPatternStaysInFIFO(t *testing.T) {
+	const inflight = 300
+	rng := rand.New(rand.NewPCG(5, 5))
+	tr := New[int64](1)
+	p := &tr.parts[0]
+	tracked := map[int64]bool{}
+	next := int64(0)
+	for range 20000 {
+		if len(tracked) < inflight {
+			if err := tr.Insert(0, next, wmAt(next), next); err != nil {
+				t.Fatal(err)
+			}
+			tracked[next] = true
+			next += 1 + rng.Int64N(2) // gaps, as control messages leave
+			continue
+		}
+		// Ack the oldest half the time, a random tracked one otherwise.
+		low, _ := tr.LowestOffset(0)
+		off := low
+		if rng.IntN(2) == 0 {
+			for o := range tracked {
+				off = o
+				break
+			}
+		}
+		if a, ok := tr.Delete(0, off); !ok || a != off {
+			t.Fatalf("Delete(%d) = %d, %v", off, a, ok)
+		}
+		delete(tracked, off)
+		want := next
+		for o := range tracked {
+			want = min(want, o)
+		}
+		if got, ok := tr.LowestOffset(0); len(tracked) > 0 && (!ok || got != want) {
+			t.Fatalf("commit point %d, %v; want %d", got, ok, want)
+		}
+		if n := p.tree.Len(); n != 0 {
+			t.Fatalf("the B-tree holds %d entries on the reader's path", n)
+		}
+		if n := len(p.fifo.items); n > 2*2*inflight+compactAfter {
+			t.Fatalf("fifo slice of %d entries with %d in flight", n, len(tracked))
+		}
 	}
 }
