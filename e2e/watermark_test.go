@@ -33,9 +33,8 @@ func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 // partitionedSource gives every source replica its own list of messages,
 // exactly max per Read, so that the batches, and with them the source
 // watermark and the late messages, are known in advance. Each read first
-// waits pace, so that readers keep up and watermarks flow while data does
-// (a message read long after it was written finds no WMB below it in its
-// upstream's short timelines and gets no watermark).
+// waits pace, so that watermarks flow while data does and the run spans
+// many heartbeats.
 type partitionedSource struct {
 	parts [][]vertex.Message[int]
 	pace  time.Duration

@@ -14,7 +14,7 @@ import (
 
 // Fetcher defaults.
 const (
-	DefaultTimelineLength   = 10
+	DefaultTimelineLength   = 4096
 	DefaultHeartbeatTimeout = 10 * time.Second
 )
 
@@ -28,9 +28,13 @@ type FetcherConfig struct {
 	Edges []string
 	// Partitions are the partitions of the input buffer this reader reads.
 	Partitions []int
-	// TimelineLength is how many WMBs are kept per upstream processor and
-	// partition (DefaultTimelineLength). A longer timeline gives messages
-	// that are read long after they were written a closer watermark.
+	// TimelineLength bounds the WMBs kept per upstream processor and
+	// partition (DefaultTimelineLength). A timeline drops what its reader
+	// has read past, so it holds about as many entries as the reader lags
+	// writes behind; the bound matters only for a reader that lags more, or
+	// stops reading: its oldest entries then fall out, and a message read
+	// below all of them gets no watermark of its own (the vertex watermark
+	// holds).
 	TimelineLength int
 	// HeartbeatTimeout: a processor not heard from for longer is dropped
 	// (DefaultHeartbeatTimeout) when the next change reaches the fetcher,
@@ -344,6 +348,12 @@ func (e *edgeState) remove(i int) {
 // partitions, never lower than anything Fetch returned before. A partition
 // this reader does not read changes nothing. The zero Time means no
 // watermark yet.
+//
+// A reader's fetches of one partition go forward, as it reads: each drops
+// the WMBs before the one it was answered with, which no later fetch needs,
+// so a reader far behind its upstream still finds the WMB below each
+// message. A fetch below an earlier one may therefore find nothing new (the
+// vertex watermark holds, which is always safe).
 func (f *Fetcher) Fetch(partition int, offset int64) time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -3,6 +3,7 @@ package watermark
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -294,5 +295,24 @@ func waitFor(t *testing.T, f *Fetcher, cond func() bool) {
 		case <-giveUp:
 			t.Fatal("condition not reached after the store changes stopped")
 		}
+	}
+}
+
+// TestFetchReaderFarBehind: a reader 500 WMBs behind its upstream (with a
+// bound of 4096) gets each message's own watermark as it catches up: the
+// timelines keep what it has not read past. With a ring of the newest 10,
+// every Fetch below the last 10 WMBs found nothing and the watermark stood
+// still until the reader caught up.
+func TestFetchReaderFarBehind(t *testing.T) {
+	clock := newFakeClock()
+	f, err := NewFetcher(NewMemStore(), FetcherConfig{Edges: []string{"e"}, Partitions: []int{0}, Clock: clock.Now})
+	must(t, err)
+	beat(f, 0, "a", clock.Now())
+	const behind = 500
+	for i := int64(1); i <= behind; i++ {
+		feed(t, f, 0, "a", WMB{Offset: 10 * i, Watermark: ms(100 * i)})
+	}
+	for i := int64(1); i <= behind; i++ {
+		wantWM(t, fmt.Sprintf("Fetch(0, %d)", 10*i+1), f.Fetch(0, 10*i+1), ms(100*i))
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"time"
 )
 
+// TestTimelineLookup asks, as a reader does, at ascending offsets: each
+// answer is the newest WMB below the offset.
 func TestTimelineLookup(t *testing.T) {
-	tl := newTimeline(3)
+	tl := newTimeline(10)
 	if _, ok := tl.lookup(100); ok {
 		t.Fatal("empty timeline answered a lookup")
 	}
@@ -34,13 +36,50 @@ func TestTimelineLookup(t *testing.T) {
 			t.Errorf("lookup(%d) = %v,%v; want %v,%v", c.offset, got, ok, c.want, c.ok)
 		}
 	}
-	// A fourth entry pushes the oldest out of the ring of 3.
-	tl.put(WMB{Offset: 40, Watermark: ms(400)})
+}
+
+// TestTimelineBound: with no lookups, entries beyond max fall out oldest
+// first.
+func TestTimelineBound(t *testing.T) {
+	tl := newTimeline(3)
+	for i := int64(1); i <= 4; i++ {
+		tl.put(WMB{Offset: 10 * i, Watermark: ms(100 * i)})
+	}
 	if got, ok := tl.lookup(15); ok {
-		t.Errorf("lookup(15) after eviction = %v, want nothing", got)
+		t.Errorf("lookup(15) after the bound dropped offset 10 = %v, want nothing", got)
 	}
 	if got, _ := tl.lookup(25); !got.Equal(ms(200)) {
-		t.Errorf("lookup(25) after eviction = %v, want %v", got, ms(200))
+		t.Errorf("lookup(25) = %v, want %v", got, ms(200))
+	}
+}
+
+// TestTimelineReaderBehind: a reader lagging 1000 WMBs behind its upstream
+// (far more than the newest few a ring kept) finds the WMB below every
+// message it reads, while the timeline drops what it read past and keeps
+// its memory proportional to what it holds.
+func TestTimelineReaderBehind(t *testing.T) {
+	const n = 1000
+	tl := newTimeline(DefaultTimelineLength)
+	for i := int64(1); i <= n; i++ {
+		tl.put(WMB{Offset: 10 * i, Watermark: ms(100 * i)})
+	}
+	for i := int64(1); i <= n; i++ {
+		off := 10*i + 5 // a message after WMB i
+		got, ok := tl.lookup(off)
+		if !ok || !got.Equal(ms(100*i)) {
+			t.Fatalf("lookup(%d) = %v,%v; want %v", off, got, ok, ms(100*i))
+		}
+		if h := tl.held(); len(h) != int(n-i+1) || h[0].Offset != 10*i {
+			t.Fatalf("after lookup(%d): %d entries held from offset %d; want %d from %d", off, len(h), h[0].Offset, n-i+1, 10*i)
+		}
+		if len(tl.entries) > 2*len(tl.held())+32 {
+			t.Fatalf("after lookup(%d): a slice of %d for %d entries held", off, len(tl.entries), len(tl.held()))
+		}
+	}
+	// A lookup below what was dropped (a reader never goes back) finds
+	// nothing: the conservative answer.
+	if got, ok := tl.lookup(15); ok {
+		t.Errorf("lookup(15) after reading past it = %v, want nothing", got)
 	}
 }
 
@@ -64,8 +103,8 @@ func TestTimelinePutRules(t *testing.T) {
 			t.Fatalf("step %d put(%v) = %v, want %v", i, s.w, got, s.accept)
 		}
 	}
-	if tl.n != 2 {
-		t.Fatalf("timeline holds %d entries, want 2", tl.n)
+	if n := len(tl.held()); n != 2 {
+		t.Fatalf("timeline holds %d entries, want 2", n)
 	}
 	if got, _ := tl.lookup(11); !got.Equal(ms(130)) {
 		t.Fatalf("lookup(11) = %v, want %v", got, ms(130))
