@@ -56,26 +56,45 @@ func BenchmarkFetch(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			// Full timelines (10 WMBs, 100 offsets apart) for every
-			// processor and partition.
+			// Timelines of 10 WMBs, 100 offsets apart, for every processor
+			// and partition; as the reader moves forward, one more WMB per
+			// processor arrives every 100 offsets (outside the timing), so
+			// lookups keep landing mid-timeline.
 			base := time.Now()
-			for e := range shape.edges {
-				for p := range shape.procs {
-					name := fmt.Sprintf("p%d", p)
-					f.apply(e, Update{Op: OpPut, Key: heartbeatKey(name), Value: encodeHeartbeat(base)})
-					for part := range shape.parts {
-						for i := range int64(10) {
-							v, _ := WMB{Offset: i * 100, Watermark: base.Add(time.Duration(i) * time.Second), Partition: int32(part)}.MarshalBinary()
-							f.apply(e, Update{Op: OpPut, Key: wmbKey(name, part), Value: v})
-						}
+			feedWMB := func(part int, i int64) {
+				for e := range shape.edges {
+					for p := range shape.procs {
+						v, _ := WMB{Offset: i * 100, Watermark: base.Add(time.Duration(i) * time.Second), Partition: int32(part)}.MarshalBinary()
+						f.apply(e, Update{Op: OpPut, Key: wmbKey(fmt.Sprintf("p%d", p), part), Value: v})
 					}
 				}
 			}
-			off := int64(0)
+			for e := range shape.edges {
+				for p := range shape.procs {
+					f.apply(e, Update{Op: OpPut, Key: heartbeatKey(fmt.Sprintf("p%d", p)), Value: encodeHeartbeat(base)})
+				}
+			}
+			for part := range shape.parts {
+				for i := range int64(10) {
+					feedWMB(part, i)
+				}
+			}
+			read := make([]int64, shape.parts) // each partition's reader offset, going forward
+			for i := range read {
+				read[i] = 500
+			}
+			n := 0
 			b.ReportAllocs()
 			for b.Loop() {
-				f.Fetch(int(off)%shape.parts, 500+off%500) // lookups land mid-timeline
-				off++
+				part := n % shape.parts
+				n++
+				f.Fetch(part, read[part])
+				read[part]++
+				if read[part]%100 == 0 {
+					b.StopTimer()
+					feedWMB(part, read[part]/100+5)
+					b.StartTimer()
+				}
 			}
 		})
 	}
