@@ -12,11 +12,13 @@
 // message still being processed.
 //
 // A [Fetcher] (one per reader) watches the buckets of its incoming edges and
-// keeps, per upstream processor and partition, an offset timeline of recent
-// WMBs. The watermark of a message at offset o is the minimum over live
-// processors of the newest timeline watermark whose offset is below o; the
-// vertex watermark is the minimum over edges and partitions and never
-// decreases. Processors whose heartbeats stop are dropped after a timeout.
+// keeps, per upstream processor and partition, an offset timeline of the
+// WMBs its reader has not read past (a reader far behind its upstream still
+// finds the WMB below each message). The watermark of a message at offset o
+// is the minimum over live processors of the newest timeline watermark whose
+// offset is below o; the vertex watermark is the minimum over edges and
+// partitions and never decreases. Processors whose heartbeats stop are
+// dropped after a timeout.
 //
 // Sources compute their watermark with [Source]: per source partition the
 // minimum event time of each batch minus a maximum delay, advanced while the
