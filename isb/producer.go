@@ -291,6 +291,11 @@ func (t *Topic[T]) admitSlow(ctx context.Context, n int64, mode admission, rr bo
 func (t *Topic[T]) append(part int, item T) error {
 	pt := t.parts[part]
 	if pt.clog != nil {
+		// Checked before, not under, the log's lock: an append that passes
+		// it as Close begins completes before Close's Seal returns.
+		if t.closed.Load() {
+			return ErrClosed
+		}
 		if _, err := pt.clog.AppendOne(item); err != nil {
 			return t.appendErr(part, err)
 		}
@@ -318,6 +323,9 @@ func (t *Topic[T]) append(part int, item T) error {
 func (t *Topic[T]) appendItems(part int, items []T) (int64, error) {
 	pt := t.parts[part]
 	if pt.clog != nil {
+		if t.closed.Load() { // see append
+			return 0, ErrClosed
+		}
 		first, err := pt.clog.Append(items)
 		if err != nil {
 			return 0, t.appendErr(part, err)
