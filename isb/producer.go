@@ -252,8 +252,8 @@ func (b routedStore[T]) store(start, end int64, pos int) (int64, error) {
 // whose first it returns, as mode says: the positions come with the
 // capacity from the gate's word on a bounded topic, and from the topic's
 // counter on an unbounded one. It reports false with a nil error only under
-// admitTry. It is small enough to inline: the single-item produce pays no
-// call before the lock-free paths.
+// admitTry. The lock-free paths (no gate, or the gate's compare-and-swap)
+// come first; admitSlow handles a queue, a full gate or a closed one.
 func (t *Topic[T]) admit(ctx context.Context, n int64, mode admission, rr bool) (pos int, ok bool, err error) {
 	if t.gate == nil {
 		if rr {
