@@ -124,17 +124,27 @@ func (b *Backend[T]) openPartitions(n int) error {
 	if err != nil {
 		return fmt.Errorf("mmap: read topic directory: %w", err)
 	}
+	highest, hasPartitions := -1, false
 	for _, e := range entries {
 		name := e.Name()
-		if id, ok := parsePartitionDir(name); ok && id >= n {
-			return corrupt(filepath.Join(b.topicDir, name), -1, "the topic is opened with %d partitions but this partition exists; open it with at least %d", n, id+1)
+		if id, ok := parsePartitionDir(name); ok {
+			hasPartitions = true
+			highest = max(highest, id)
 		}
-		if strings.HasPrefix(name, "partition-") && strings.HasSuffix(name, tmpSuffix) {
-			// A partition whose creation was interrupted.
+		if id, ok := parsePartitionDir(strings.TrimSuffix(name, tmpSuffix)); ok && name == partitionDirName(id)+tmpSuffix {
+			// A partition whose creation was interrupted: only this
+			// package's own temporary names are removed.
 			if err := os.RemoveAll(filepath.Join(b.topicDir, name)); err != nil {
 				return fmt.Errorf("mmap: remove leftover: %w", err)
 			}
 		}
+	}
+	if err := b.checkMeta(n, hasPartitions); err != nil {
+		return err
+	}
+	if highest >= n {
+		return corrupt(filepath.Join(b.topicDir, partitionDirName(highest)), -1,
+			"the topic is opened with %d partitions but this partition exists; open it with at least %d", n, highest+1)
 	}
 	for id := range n {
 		p, err := b.openPartition(id)

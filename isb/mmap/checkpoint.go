@@ -16,9 +16,10 @@ import (
 // fsync'd, so a crash leaves either the old or the new content.
 
 const (
-	checkpointMagic uint32 = 0x434C4E52 // "RNLC"
-	checkpointSize         = 56
-	tmpSuffix              = ".tmp"
+	checkpointMagic   uint32 = 0x434C4E52 // "RNLC"
+	checkpointVersion uint32 = 1
+	checkpointSize           = 56
+	tmpSuffix                = ".tmp"
 
 	producerFile = "producer.offset"
 	earliestFile = "earliest.offset"
@@ -56,11 +57,12 @@ type checkpoint [5]int64
 func encodeCheckpoint(kind checkpointKind, v checkpoint) []byte {
 	b := make([]byte, checkpointSize)
 	binary.LittleEndian.PutUint32(b[0:], checkpointMagic)
-	binary.LittleEndian.PutUint32(b[4:], uint32(kind))
+	binary.LittleEndian.PutUint32(b[4:], checkpointVersion)
+	binary.LittleEndian.PutUint32(b[8:], uint32(kind))
 	for i, x := range v {
-		binary.LittleEndian.PutUint64(b[8+8*i:], uint64(x))
+		binary.LittleEndian.PutUint64(b[12+8*i:], uint64(x))
 	}
-	binary.LittleEndian.PutUint32(b[48:], crc32.Checksum(b[:48], castagnoli))
+	binary.LittleEndian.PutUint32(b[52:], crc32.Checksum(b[:52], castagnoli))
 	return b
 }
 
@@ -72,14 +74,17 @@ func decodeCheckpoint(b []byte, kind checkpointKind) (checkpoint, string) {
 	if m := binary.LittleEndian.Uint32(b[0:]); m != checkpointMagic {
 		return v, fmt.Sprintf("magic %#x, want %#x", m, checkpointMagic)
 	}
-	if k := checkpointKind(binary.LittleEndian.Uint32(b[4:])); k != kind {
-		return v, fmt.Sprintf("holds a %v checkpoint, want %v", k, kind)
-	}
-	if got, want := crc32.Checksum(b[:48], castagnoli), binary.LittleEndian.Uint32(b[48:]); got != want {
+	if got, want := crc32.Checksum(b[:52], castagnoli), binary.LittleEndian.Uint32(b[52:]); got != want {
 		return v, fmt.Sprintf("crc32c %#x, stored %#x", got, want)
 	}
+	if ver := binary.LittleEndian.Uint32(b[4:]); ver != checkpointVersion {
+		return v, fmt.Sprintf("unknown checkpoint version %d (this build reads %d)", ver, checkpointVersion)
+	}
+	if k := checkpointKind(binary.LittleEndian.Uint32(b[8:])); k != kind {
+		return v, fmt.Sprintf("holds a %v checkpoint, want %v", k, kind)
+	}
 	for i := range v {
-		v[i] = int64(binary.LittleEndian.Uint64(b[8+8*i:]))
+		v[i] = int64(binary.LittleEndian.Uint64(b[12+8*i:]))
 	}
 	return v, ""
 }
@@ -103,12 +108,19 @@ func readCheckpoint(path string, kind checkpointKind) (checkpoint, error) {
 
 // writeCheckpoint atomically replaces path with a checkpoint of kind.
 func writeCheckpoint(path string, kind checkpointKind, v checkpoint) error {
+	return writeFileAtomic(path, encodeCheckpoint(kind, v))
+}
+
+// writeFileAtomic replaces path with data: write path.tmp, fsync it,
+// rename it over path and fsync the directory, so a crash leaves either
+// the old or the new content.
+func writeFileAtomic(path string, data []byte) error {
 	tmp := path + tmpSuffix
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return fmt.Errorf("mmap: write checkpoint: %w", err)
+		return fmt.Errorf("mmap: write %s: %w", path, err)
 	}
-	_, err = f.Write(encodeCheckpoint(kind, v))
+	_, err = f.Write(data)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -124,11 +136,11 @@ func writeCheckpoint(path string, kind checkpointKind, v checkpoint) error {
 		if rerr := os.Remove(tmp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			err = errors.Join(err, fmt.Errorf("remove %s: %w", tmp, rerr))
 		}
-		return fmt.Errorf("mmap: write checkpoint %s: %w", path, err)
+		return fmt.Errorf("mmap: write %s: %w", path, err)
 	}
 	// After the rename tmp is gone: a failed directory fsync leaves nothing.
 	if err := syncDir(filepath.Dir(path)); err != nil {
-		return fmt.Errorf("mmap: write checkpoint %s: %w", path, err)
+		return fmt.Errorf("mmap: write %s: %w", path, err)
 	}
 	return nil
 }

@@ -38,6 +38,7 @@ type CorruptError struct {
 	File   string // the damaged file or directory
 	Offset int64  // byte position in File, -1 when the whole file is concerned
 	Reason string
+	Err    error // the underlying error, e.g. the codec's, if any
 }
 
 // Error names the file, the byte position when known, and the reason.
@@ -50,6 +51,9 @@ func (e *CorruptError) Error() string {
 
 // Is makes errors.Is(err, isb.ErrCorrupt) true.
 func (e *CorruptError) Is(target error) bool { return target == isb.ErrCorrupt }
+
+// Unwrap returns the underlying error, if any.
+func (e *CorruptError) Unwrap() error { return e.Err }
 
 // TooLargeError reports an item whose record cannot fit in one segment.
 // Nothing of its batch is stored.
@@ -70,3 +74,24 @@ func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
 func corrupt(file string, off int64, format string, args ...any) *CorruptError {
 	return &CorruptError{File: file, Offset: off, Reason: fmt.Sprintf(format, args...)}
 }
+
+// ErrMismatch is matched by every *MismatchError.
+var ErrMismatch = errors.New("mmap: topic opened with different parameters than it was created with")
+
+// MismatchError reports an Open that asks for a different partition count,
+// codec, element type or format version than the topic records in its
+// metadata file. Nothing is changed on disk.
+type MismatchError struct {
+	File   string // the topic's metadata file
+	Field  string // "partition count", "codec", "element type" or "format version"
+	Stored string // what the topic was created with
+	Asked  string // what this Open asked for
+}
+
+// Error names the field, the stored value and the asked one.
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("mmap: %s: the topic was created with %s %s, opened with %s", e.File, e.Field, e.Stored, e.Asked)
+}
+
+// Is makes errors.Is(err, ErrMismatch) true.
+func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }

@@ -113,3 +113,45 @@ func decodeSegmentHeader(b []byte) (segmentHeader, string) {
 	}
 	return h, ""
 }
+
+// findRecord looks for the first intact record after the damaged one at
+// pos, which should hold offset want, so that one damaged record does not
+// cost the records after it. It tries where the damaged record's length
+// field says it ends (the record at want+1), then every byte position up
+// to the end of seg for a record holding an offset in (want, limit). It
+// returns that record's position and offset. A crash never leaves an
+// intact record after a torn one, so ok means the damage is not a torn
+// tail.
+func findRecord(seg []byte, pos int, want, limit int64) (at int, off int64, ok bool) {
+	if pos < 0 || len(seg)-pos < recordOverhead {
+		return 0, 0, false
+	}
+	if n := int(binary.LittleEndian.Uint32(seg[pos:])); n <= len(seg)-pos-recordOverhead && want+1 < limit {
+		q := pos + recordSize(n)
+		if _, _, _, reason := decodeRecord(seg, q, want+1); reason == "" {
+			return q, want + 1, true
+		}
+	}
+	for q := pos + 1; q+recordOverhead <= len(seg); q++ {
+		// The offset field is the cheapest filter: only a plausible one
+		// costs a checksum.
+		off := int64(binary.LittleEndian.Uint64(seg[q+8:]))
+		if off <= want || off >= limit {
+			continue
+		}
+		if _, _, _, reason := decodeRecord(seg, q, off); reason == "" {
+			return q, off, true
+		}
+	}
+	return 0, 0, false
+}
+
+// allZero reports whether b holds only zero bytes: never written.
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}

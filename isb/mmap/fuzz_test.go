@@ -3,18 +3,19 @@ package mmap
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
-
-	"github.com/runnel-dev/runnel/isb"
 )
 
-// FuzzRecovery damages a topic directory as the input says and opens it:
-// recovery must not panic, and whatever it opens must hold the original
-// items at their offsets, up to the tail or to a read error that is a
-// *CorruptError.
+// FuzzRecovery damages a topic directory as the input says and opens it.
+// Recovery must not panic; an open may fail only with a *CorruptError. An
+// open that succeeds must read every offset of [Head, Tail) as the
+// original item or as a *CorruptError (never a wrong item), and every
+// record whose bytes no operation touched must be inside [Head, Tail) and
+// read back intact: damage costs the damaged records, never the rest.
 //
 // The input is a list of 8-byte operations: kind, file index, a 32-bit
 // position and a 16-bit argument. Files are the partition's regular files
@@ -31,34 +32,46 @@ func FuzzRecovery(f *testing.F) {
 	if err := b.Close(); err != nil {
 		f.Fatal(err)
 	}
+	records := recordMap(f, template)
 	op := func(kind, file byte, pos uint32, arg uint16) []byte {
 		b := []byte{kind, file, 0, 0, 0, 0, 0, 0}
 		binary.LittleEndian.PutUint32(b[2:], pos)
 		binary.LittleEndian.PutUint16(b[6:], arg)
 		return b
 	}
+	segs := len(segFiles(f, template, 0))
+	last := byte(segs - 1)
+	producer := byte(segs + 1) // earliest.offset sorts before producer.offset
 	f.Add([]byte{})
-	f.Add(op(opFlip, 0, 200, 0x40))                                   // a record of the first segment
-	f.Add(op(opFlip, 2, 100, 1))                                      // a record of the active segment
-	f.Add(slices.Concat(op(opRewind, 1, 0, 0), op(opZero, 2, 40, 9))) // crash state: scan, then a tear
-	f.Add(op(opTruncate, 2, 5000, 0))
+	f.Add(op(opFlip, 0, 200, 0x40))                                            // a record of the first segment
+	f.Add(op(opFlip, last, 100, 1))                                            // a record of the active segment
+	f.Add(slices.Concat(op(opRewind, last, 0, 0), op(opFlip, last, 100, 1)))   // the same after a crash: mid-log, intact records after it
+	f.Add(slices.Concat(op(opRewind, last, 0, 0), op(opZero, last, 40, 9)))    // crash state: scan, then a tear
+	f.Add(slices.Concat(op(opRewind, last, 0, 0), op(opZero, last, 1000, 99))) // a tear at the tail
+	f.Add(op(opZero, 1, 3072, 1024))                                           // the last KiB of a sealed segment
+	f.Add(op(opFlip, 1, 12, 0x10))                                             // a segment header
+	f.Add(op(opTruncate, last, 500, 0))                                        // the active segment, mid-record
 	f.Add(op(opTruncate, 1, 100, 0))
-	f.Add(op(opRemove, 1, 0, 0))
-	f.Add(op(opFlip, 5, 9, 3))  // producer.offset
-	f.Add(op(opZero, 6, 0, 48)) // consumer.offset
+	f.Add(op(opRemove, 1, 0, 0))               // a middle segment
+	f.Add(op(opRemove, producer, 0, 0))        // producer.offset
+	f.Add(op(opRemove, producer-1, 0, 0))      // earliest.offset
+	f.Add(op(opFlip, producer, 9, 3))          // producer.offset
+	f.Add(op(opZero, producer+1, 0, 48))       // consumer.offset
+	f.Add(op(opRemove, producer+1, 0, 0))      // consumer.offset
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		dir := t.TempDir()
 		if err := os.CopyFS(dir, os.DirFS(template)); err != nil {
 			t.Fatal(err)
 		}
 		files := damageableFiles(t, dir)
+		touched := map[string][][2]int64{}
 		for ; len(ops) >= 8; ops = ops[8:] {
-			damage(t, files, ops[:8])
+			damage(t, files, ops[:8], touched)
 		}
 		b, err := openErr(dir, 1)
 		if err != nil {
 			var ce *CorruptError
-			if !errors.As(err, &ce) && !errors.Is(err, isb.ErrCorrupt) {
+			if !errors.As(err, &ce) {
 				// Only damage may fail an open, and damage is reported as such.
 				t.Fatalf("open failed without a *CorruptError: %v", err)
 			}
@@ -69,16 +82,66 @@ func FuzzRecovery(f *testing.F) {
 		if l.Tail() > n {
 			t.Fatalf("recovered tail %d beyond the %d items written", l.Tail(), n)
 		}
-		got, err := readUntilError(l)
-		if err != nil {
-			wantCorrupt(t, err, "")
+		for off := l.Head(); off < l.Tail(); off++ {
+			got, err := l.Read(off, 1, nil)
+			if err != nil {
+				wantCorrupt(t, err, "")
+				continue
+			}
+			if want := item(int(off)); got[0] != want {
+				t.Fatalf("offset %d holds %q, want %q", off, got[0], want)
+			}
 		}
-		for i, g := range got {
-			if want := item(int(l.Head()) + i); g != want {
-				t.Fatalf("offset %d holds %q, want %q", int(l.Head())+i, g, want)
+		for _, r := range records {
+			name := filepath.Join(partDir(dir, 0), r.file)
+			if overlaps(touched[name], r.from, r.to) {
+				continue
+			}
+			if r.offset < l.Head() || r.offset >= l.Tail() {
+				t.Fatalf("intact record of offset %d (%s bytes %d-%d) is outside the recovered log [%d, %d)", r.offset, r.file, r.from, r.to, l.Head(), l.Tail())
+			}
+			got, err := l.Read(r.offset, 1, nil)
+			if err != nil {
+				t.Fatalf("intact record of offset %d (%s bytes %d-%d): %v", r.offset, r.file, r.from, r.to, err)
+			}
+			if got[0] != item(int(r.offset)) {
+				t.Fatalf("offset %d holds %q", r.offset, got[0])
 			}
 		}
 	})
+}
+
+// placedRecord is where a record lies in the template directory.
+type placedRecord struct {
+	file     string // segment file name
+	from, to int64  // bytes
+	offset   int64
+}
+
+// recordMap lists every record of partition 0 of dir.
+func recordMap(t testing.TB, dir string) []placedRecord {
+	var out []placedRecord
+	for _, path := range segFiles(t, dir, 0) {
+		first, _ := parseSegmentFileName(filepath.Base(path))
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, pos := range positions(t, path, first) {
+			n := int(binary.LittleEndian.Uint32(data[pos:]))
+			out = append(out, placedRecord{filepath.Base(path), int64(pos), int64(pos + recordSize(n)), first + int64(i)})
+		}
+	}
+	return out
+}
+
+func overlaps(ranges [][2]int64, from, to int64) bool {
+	for _, r := range ranges {
+		if r[0] < to && from < r[1] {
+			return true
+		}
+	}
+	return false
 }
 
 const (
@@ -90,7 +153,7 @@ const (
 	opKinds
 )
 
-func damageableFiles(t *testing.T, dir string) []string {
+func damageableFiles(t testing.TB, dir string) []string {
 	entries, err := os.ReadDir(partDir(dir, 0))
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +167,9 @@ func damageableFiles(t *testing.T, dir string) []string {
 	return append(files, filepath.Join(partDir(dir, 0), offsetsDir, "g", consumerFile))
 }
 
-func damage(t *testing.T, files []string, op []byte) {
+// damage applies op and records the byte ranges it touched in touched
+// (a removed or rewound file: all of it).
+func damage(t testing.TB, files []string, op []byte, touched map[string][][2]int64) {
 	path := files[int(op[1])%len(files)]
 	pos := int64(binary.LittleEndian.Uint32(op[2:]))
 	arg := binary.LittleEndian.Uint16(op[6:])
@@ -117,17 +182,22 @@ func damage(t *testing.T, files []string, op []byte) {
 	} else {
 		pos %= int64(len(data))
 	}
+	all := [2]int64{0, math.MaxInt64}
 	switch op[0] % opKinds {
 	case opFlip:
 		if len(data) > 0 {
 			data[pos] ^= byte(arg) | 1
+			touched[path] = append(touched[path], [2]int64{pos, pos + 1})
 		}
 	case opZero:
 		clear(data[pos:min(int(pos)+int(arg), len(data))])
+		touched[path] = append(touched[path], [2]int64{pos, pos + int64(arg)})
 	case opTruncate:
 		data = data[:pos]
+		touched[path] = append(touched[path], [2]int64{pos, math.MaxInt64})
 	case opRemove:
 		os.Remove(path)
+		touched[path] = append(touched[path], all)
 		return
 	case opRewind:
 		first, ok := parseSegmentFileName(filepath.Base(path))
@@ -136,6 +206,7 @@ func damage(t *testing.T, files []string, op []byte) {
 		}
 		data = encodeCheckpoint(kindProducer, checkpoint{first, first, segmentHeaderSize, -1})
 		path = filepath.Join(filepath.Dir(path), producerFile)
+		touched[path] = append(touched[path], all)
 	}
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package mmap
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -383,7 +384,7 @@ func (p *partition[T]) readLocked(offset int64, max int, buf []T, tail int64) ([
 			if k > 0 {
 				return buf[:k], nil
 			}
-			return nil, fmt.Errorf("mmap: %s offset %d: %w", seg.path, offset, err)
+			return nil, &CorruptError{File: seg.path, Offset: int64(pos), Reason: fmt.Sprintf("offset %d: the record is intact but its payload does not decode: %v", offset+int64(k), err), Err: err}
 		}
 		pos = next
 	}
@@ -418,21 +419,47 @@ func (p *partition[T]) Commit(group string, offset int64) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(p.dir, offsetsDir, escapeGroup(group))
-	if !ok {
-		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("mmap: partition %d: group %q: %w", p.id, group, err)
-		}
-		if err := syncDir(filepath.Dir(dir)); err != nil {
-			return err
-		}
-	}
-	if err := writeCheckpoint(filepath.Join(dir, consumerFile), kindConsumer, checkpoint{offset}); err != nil {
+	if err := p.writeCommit(group, offset, ok); err != nil {
 		return err
 	}
 	p.commits[group] = offset
 	p.b.groups.Add(group)
 	return nil
+}
+
+// writeCommit stores group's commit. The first commit of a group builds
+// its directory under a temporary name with the checkpoint inside and
+// renames it into place, so that a group directory always holds a
+// checkpoint: recovery can then tell a lost commit from no commit.
+func (p *partition[T]) writeCommit(group string, offset int64, known bool) error {
+	root := filepath.Join(p.dir, offsetsDir)
+	dir := filepath.Join(root, escapeGroup(group))
+	if known || pathExists(dir) {
+		return writeCheckpoint(filepath.Join(dir, consumerFile), kindConsumer, checkpoint{offset})
+	}
+	tmp := filepath.Join(root, groupTmpPrefix+escapeGroup(group))
+	err := os.RemoveAll(tmp)
+	if err == nil {
+		err = os.Mkdir(tmp, 0o755)
+	}
+	if err == nil {
+		err = writeCheckpoint(filepath.Join(tmp, consumerFile), kindConsumer, checkpoint{offset})
+	}
+	if err == nil {
+		err = os.Rename(tmp, dir)
+	}
+	if err == nil {
+		err = syncDir(root)
+	}
+	if err != nil {
+		return fmt.Errorf("mmap: partition %d: group %q: %w", p.id, group, err)
+	}
+	return nil
+}
+
+func pathExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // Committed returns the stored commit of group.
@@ -447,9 +474,6 @@ func (p *partition[T]) Committed(group string) (int64, bool) {
 
 // deleteGroup removes group's checkpoint directory, makes the removal
 // durable and forgets the commit, so Release no longer holds data for it.
-// A crash half-way leaves either the directory with its checkpoint (the
-// group survives and can be deleted again) or an empty directory, which
-// recovery removes (the group is gone).
 func (p *partition[T]) deleteGroup(group string) error {
 	p.closeMu.RLock()
 	defer p.closeMu.RUnlock()
@@ -458,13 +482,26 @@ func (p *partition[T]) deleteGroup(group string) error {
 	}
 	p.commitMu.Lock()
 	defer p.commitMu.Unlock()
-	dir := filepath.Join(p.dir, offsetsDir, escapeGroup(group))
-	// Removed even when no commit is loaded: a first commit that failed
-	// after creating the directory may have left it behind.
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("mmap: partition %d: delete group %q: %w", p.id, group, err)
+	root := filepath.Join(p.dir, offsetsDir)
+	dir := filepath.Join(root, escapeGroup(group))
+	tmp := filepath.Join(root, groupTmpPrefix+escapeGroup(group))
+	// Renamed away first, then removed: a crash half-way leaves either the
+	// whole group or a temporary directory that recovery removes, never a
+	// group directory without its checkpoint (which recovery reports as a
+	// lost commit).
+	err := os.RemoveAll(tmp)
+	if err == nil {
+		if err = os.Rename(dir, tmp); errors.Is(err, fs.ErrNotExist) {
+			err = nil
+		}
 	}
-	if err := syncDir(filepath.Dir(dir)); err != nil {
+	if err == nil {
+		err = syncDir(root)
+	}
+	if err == nil {
+		err = os.RemoveAll(tmp)
+	}
+	if err != nil {
 		return fmt.Errorf("mmap: partition %d: delete group %q: %w", p.id, group, err)
 	}
 	delete(p.commits, group)

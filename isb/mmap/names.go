@@ -42,6 +42,11 @@ func parseSegmentFileName(name string) (int64, bool) {
 	return first, true
 }
 
+// groupTmpPrefix starts the temporary name of a group directory being
+// created or deleted. escapeGroup never yields a leading '.', so no group
+// directory carries it.
+const groupTmpPrefix = ".tmp-"
+
 // escapeGroup maps any group name to a single, portable path component,
 // reversibly: bytes outside [A-Za-z0-9_-] and a leading '.' become %XX (so
 // "", ".", ".." and names with '/' are all safe); the empty name becomes "%".

@@ -6,6 +6,7 @@ import (
 
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/isb/codec"
+	"go.uber.org/zap"
 )
 
 // Option configures a Backend. Options are validated once, by New; an
@@ -17,6 +18,7 @@ type options struct {
 	segmentSize int64
 	flush       FlushPolicy
 	retain      *int
+	log         *zap.Logger
 }
 
 // config is the validated form of options.
@@ -24,7 +26,8 @@ type config[T any] struct {
 	codec       codec.Codec[T]
 	segmentSize int64
 	flush       FlushPolicy
-	retain      int // -1: keep every segment
+	retain      int         // -1: keep every segment
+	log         *zap.Logger // never nil
 }
 
 const (
@@ -53,6 +56,12 @@ func Flush(p FlushPolicy) Option { return func(o *options) { o.flush = p } }
 // group has consumed, deleting the oldest beyond that. Without this option
 // every segment is kept.
 func MaxRetainedConsumedSegments(n int) Option { return func(o *options) { o.retain = &n } }
+
+// Logger sets where recovery reports what it repaired or found damaged:
+// a torn tail cut off, a damaged record kept, a checkpoint rebuilt by
+// scanning, a stray file left alone. A nil logger (the default) logs
+// nothing.
+func Logger(l *zap.Logger) Option { return func(o *options) { o.log = l } }
 
 // FlushPolicy says when records are flushed. Whatever the policy, a segment
 // rollover and a commit are flush boundaries, and Close flushes.
@@ -105,7 +114,10 @@ func newConfig[T any](opts []Option) (config[T], error) {
 		}
 		opt(&o)
 	}
-	c := config[T]{segmentSize: o.segmentSize, flush: o.flush, retain: -1}
+	c := config[T]{segmentSize: o.segmentSize, flush: o.flush, retain: -1, log: o.log}
+	if c.log == nil {
+		c.log = zap.NewNop()
+	}
 	switch cd := o.codec.(type) {
 	case nil:
 		c.codec = codec.JSON[T]()

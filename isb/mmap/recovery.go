@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"go.uber.org/zap"
 )
 
 // openPartition opens partition id of the topic, creating it when its
@@ -123,9 +126,10 @@ func (p *partition[T]) recover() error {
 	return p.recoverCommits(head, cur.tail)
 }
 
-// recoverFiles removes leftovers of interrupted writes, reads
-// earliest.offset and returns it with the first offsets of the retained
-// segments, ascending.
+// recoverFiles removes leftovers of interrupted writes (only the temporary
+// names this package writes), reads earliest.offset (rebuilding it from
+// the segment files when it is missing or damaged) and returns it with the
+// first offsets of the retained segments, ascending.
 func (p *partition[T]) recoverFiles() (int64, []int64, error) {
 	entries, err := os.ReadDir(p.dir)
 	if err != nil {
@@ -134,22 +138,37 @@ func (p *partition[T]) recoverFiles() (int64, []int64, error) {
 	var firsts []int64
 	for _, e := range entries {
 		name := e.Name()
-		if strings.HasSuffix(name, tmpSuffix) {
+		if first, ok := parseSegmentFileName(name); ok {
+			firsts = append(firsts, first)
+			continue
+		}
+		if isOwnTemp(name) {
 			// A checkpoint or segment that was never renamed into place.
 			if err := os.Remove(filepath.Join(p.dir, name)); err != nil {
 				return 0, nil, fmt.Errorf("mmap: remove leftover: %w", err)
 			}
 			continue
 		}
-		if first, ok := parseSegmentFileName(name); ok {
-			firsts = append(firsts, first)
+		if name != producerFile && name != earliestFile && name != offsetsDir {
+			p.b.cfg.log.Warn("mmap: leaving a file this package did not write", zap.String("file", filepath.Join(p.dir, name)))
 		}
 	}
 	slices.Sort(firsts)
+	if len(firsts) == 0 {
+		return 0, nil, corrupt(p.dir, -1, "no segment files")
+	}
 	earliest := filepath.Join(p.dir, earliestFile)
 	v, err := readCheckpoint(earliest, kindEarliest)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil, corrupt(earliest, -1, "missing")
+	var ce *CorruptError
+	if errors.Is(err, fs.ErrNotExist) || errors.As(err, &ce) {
+		// Retention moves earliest.offset before it deletes a segment,
+		// so the first segment file left is the first retained offset.
+		p.b.cfg.log.Warn("mmap: rebuilding earliest.offset from the first segment file",
+			zap.String("file", earliest), zap.Error(err), zap.Int64("earliest", firsts[0]))
+		if err := writeCheckpoint(earliest, kindEarliest, checkpoint{firsts[0]}); err != nil {
+			return 0, nil, err
+		}
+		return firsts[0], firsts, nil
 	}
 	if err != nil {
 		return 0, nil, err
@@ -163,9 +182,6 @@ func (p *partition[T]) recoverFiles() (int64, []int64, error) {
 		}
 		firsts = firsts[1:]
 	}
-	if len(firsts) == 0 {
-		return 0, nil, corrupt(p.dir, -1, "no segment files")
-	}
 	if firsts[0] < head {
 		return 0, nil, corrupt(earliest, -1, "off a segment boundary: offset %d lies inside segment %s", head, segmentFileName(firsts[0]))
 	}
@@ -176,15 +192,32 @@ func (p *partition[T]) recoverFiles() (int64, []int64, error) {
 	return head, firsts, nil
 }
 
+// isOwnTemp reports whether name is a temporary file this package writes
+// in a partition directory: a segment or checkpoint before its rename.
+func isOwnTemp(name string) bool {
+	base, ok := strings.CutSuffix(name, tmpSuffix)
+	if !ok {
+		return false
+	}
+	_, seg := parseSegmentFileName(base)
+	return seg || base == producerFile || base == earliestFile
+}
+
 // checkProducerCheckpoint validates producer.offset against the segments
-// without scanning: the segment it names must exist and, unless the
-// position is the segment's start, the record just before the position
-// must be intact and hold the offset before the tail.
+// without scanning: the segment it names must exist and hold the
+// position, and the record just before the position must end there. A
+// missing, damaged or inconsistent checkpoint is rebuilt by scanning the
+// last segment from its start. A segment shorter than the position is
+// truncated: records producer.offset covers were flushed, so their loss is
+// a *CorruptError naming the segment. The record before the position was
+// flushed too: if it is damaged it stays in the log, and reading it
+// reports it.
 func (p *partition[T]) checkProducerCheckpoint(head int64) (_ writePos, clean bool, _ error) {
 	path := filepath.Join(p.dir, producerFile)
 	v, err := readCheckpoint(path, kindProducer)
-	if errors.Is(err, fs.ErrNotExist) {
-		return writePos{}, false, corrupt(path, -1, "missing")
+	var ce *CorruptError
+	if errors.Is(err, fs.ErrNotExist) || errors.As(err, &ce) {
+		return p.rebuildProducer(path, err.Error())
 	}
 	if err != nil {
 		return writePos{}, false, err
@@ -192,31 +225,38 @@ func (p *partition[T]) checkProducerCheckpoint(head int64) (_ writePos, clean bo
 	tail, segFirst, pos, last, flags := v[0], v[1], v[2], v[3], v[4]
 	i := slices.IndexFunc(p.segs, func(s *segment) bool { return s.first == segFirst })
 	if i < 0 {
-		return writePos{}, false, corrupt(path, -1, "ahead of the log: names segment %s, which does not exist", segmentFileName(segFirst))
+		if segFirst > p.segs[len(p.segs)-1].first {
+			return writePos{}, false, corrupt(filepath.Join(p.dir, segmentFileName(segFirst)), -1,
+				"missing segment: %s says the log reaches offset %d in it", producerFile, tail)
+		}
+		return p.rebuildProducer(path, fmt.Sprintf("names segment %s, which is not in the log", segmentFileName(segFirst)))
 	}
 	s := p.segs[i]
 	if err := s.ensureMapped(); err != nil {
 		return writePos{}, false, err
 	}
+	if pos > int64(s.size) {
+		return writePos{}, false, corrupt(s.path, int64(s.size),
+			"truncated: the file ends at byte %d but %s says its records reach byte %d (offset %d)", s.size, producerFile, pos, tail)
+	}
 	switch {
 	case tail < head || tail < segFirst || (s.next != unsealed && tail > s.next):
-		return writePos{}, false, corrupt(path, -1, "tail %d lies outside segment %s (log retained from %d)", tail, filepath.Base(s.path), head)
-	case pos < segmentHeaderSize || pos > int64(s.size):
-		return writePos{}, false, corrupt(path, -1, "byte position %d lies outside segment %s of %d bytes", pos, filepath.Base(s.path), s.size)
+		return p.rebuildProducer(path, fmt.Sprintf("tail %d lies outside segment %s (log retained from %d)", tail, filepath.Base(s.path), head))
+	case pos < segmentHeaderSize:
+		return p.rebuildProducer(path, fmt.Sprintf("byte position %d lies in the segment header", pos))
 	case tail == segFirst:
 		if pos != segmentHeaderSize || last != -1 {
-			return writePos{}, false, corrupt(path, -1, "off a record boundary: tail %d starts segment %s but position is %d", tail, filepath.Base(s.path), pos)
+			return p.rebuildProducer(path, fmt.Sprintf("off a record boundary: tail %d starts segment %s but position is %d", tail, filepath.Base(s.path), pos))
 		}
+	case last < segmentHeaderSize || last >= pos:
+		return p.rebuildProducer(path, fmt.Sprintf("off a record boundary: last record at %d, tail position %d", last, pos))
 	default:
-		if last < segmentHeaderSize || last >= pos {
-			return writePos{}, false, corrupt(path, -1, "off a record boundary: last record at %d, tail position %d", last, pos)
-		}
 		_, next, _, reason := decodeRecord(s.data, int(last), tail-1)
 		if reason != "" {
-			return writePos{}, false, corrupt(path, -1, "ahead of the log or off a record boundary: the record before tail %d at byte %d of %s: %s", tail, last, filepath.Base(s.path), reason)
-		}
-		if int64(next) != pos {
-			return writePos{}, false, corrupt(path, -1, "off a record boundary: the record at byte %d of %s ends at %d, not at %d", last, filepath.Base(s.path), next, pos)
+			p.b.cfg.log.Warn("mmap: damaged record before the producer checkpoint: kept, reading it reports it",
+				zap.String("segment", s.path), zap.Int64("byte", last), zap.Int64("offset", tail-1), zap.String("reason", reason))
+		} else if int64(next) != pos {
+			return p.rebuildProducer(path, fmt.Sprintf("off a record boundary: the record at byte %d of %s ends at %d, not at %d", last, filepath.Base(s.path), next, pos))
 		}
 	}
 	// Everything below the checkpointed tail is indexed lazily; what the
@@ -225,28 +265,65 @@ func (p *partition[T]) checkProducerCheckpoint(head int64) (_ writePos, clean bo
 	return writePos{seg: s, pos: int(pos), last: int(last), tail: tail}, flags == 1, nil
 }
 
-// scanForward advances cur over the intact records after the producer
-// checkpoint, following sealed segments into the next one. It stops at the
-// first zero, torn or corrupt record of the last segment: the tail.
+// rebuildProducer starts the scan for the tail at the start of the last
+// segment, for a producer checkpoint that cannot be used: the records are
+// checksummed, so the scan finds the tail the checkpoint would have named.
+func (p *partition[T]) rebuildProducer(path, reason string) (writePos, bool, error) {
+	s := p.segs[len(p.segs)-1]
+	if err := s.ensureMapped(); err != nil {
+		return writePos{}, false, err
+	}
+	p.b.cfg.log.Warn("mmap: rebuilding producer.offset by scanning the last segment",
+		zap.String("file", path), zap.String("reason", reason), zap.String("segment", s.path))
+	s.eagerFirst = s.first
+	return writePos{seg: s, pos: segmentHeaderSize, last: -1, tail: s.first}, false, nil
+}
+
+// scanForward advances cur over the records after the producer checkpoint,
+// following sealed segments into the next one, and indexes them.
+//
+// The first record of the active segment that fails its checks is a torn
+// tail only if no intact record follows it: a crash leaves nothing but
+// never-written bytes after a torn record. A damaged record with intact
+// records after it, and any damaged record of a sealed segment (sealing
+// flushed it), stays in the log at its offset, indexed at the position
+// where it should be, so that reading it is a *CorruptError and the
+// records after it stay readable.
 func (p *partition[T]) scanForward(cur *writePos) error {
 	for {
+		s := cur.seg
+		limit := int64(math.MaxInt64)
+		if s.next != unsealed {
+			limit = s.next
+		}
 		var pos []uint32
-		for {
-			_, next, _, reason := decodeRecord(cur.seg.data, cur.pos, cur.tail)
-			if reason != "" {
+		for cur.tail < limit {
+			_, next, empty, reason := decodeRecord(s.data, cur.pos, cur.tail)
+			if reason == "" {
+				pos = append(pos, uint32(cur.pos))
+				cur.last, cur.pos = cur.pos, next
+				cur.tail++
+				continue
+			}
+			at, found, ok := findRecord(s.data, cur.pos, cur.tail, limit)
+			if !ok && s.next == unsealed {
+				if !empty {
+					p.b.cfg.log.Warn("mmap: cut a torn record at the end of the log",
+						zap.String("segment", s.path), zap.Int("byte", cur.pos), zap.Int64("offset", cur.tail), zap.String("reason", reason))
+				}
 				break
 			}
-			pos = append(pos, uint32(cur.pos))
-			cur.last, cur.pos = cur.pos, next
-			cur.tail++
+			if !ok {
+				at, found = cur.pos, s.next
+			}
+			p.b.cfg.log.Warn("mmap: damaged records kept in the log: reading them reports them",
+				zap.String("segment", s.path), zap.Int("byte", cur.pos), zap.Int64("from", cur.tail), zap.Int64("to", found-1), zap.String("reason", reason))
+			pos = appendDamaged(pos, cur.pos, at, found-cur.tail)
+			cur.pos, cur.tail = at, found
 		}
-		cur.seg.eager = append(cur.seg.eager, pos...)
-		s := cur.seg
+		s.eager = append(s.eager, pos...)
 		if s.next == unsealed {
 			return nil
-		}
-		if cur.tail != s.next {
-			return corrupt(s.path, int64(cur.pos), "segment is sealed at offset %d but its records end at %d", s.next, cur.tail)
 		}
 		i := slices.Index(p.segs, s)
 		if i == len(p.segs)-1 {
@@ -269,6 +346,18 @@ func (p *partition[T]) scanForward(cur *writePos) error {
 		*cur = writePos{seg: n, pos: segmentHeaderSize, last: -1, tail: n.first}
 		n.eagerFirst = n.first
 	}
+}
+
+// appendDamaged indexes count damaged offsets: the first at bad, where its
+// record should be, the others (records that cannot be located) at next,
+// the intact record after the damage, which holds another offset: reading
+// any of them fails its checks and reports where.
+func appendDamaged(pos []uint32, bad, next int, count int64) []uint32 {
+	pos = append(pos, uint32(bad))
+	for range count - 1 {
+		pos = append(pos, uint32(next))
+	}
+	return pos
 }
 
 // resetTail discards whatever lies after the last intact record of the
@@ -296,8 +385,11 @@ func (p *partition[T]) resetTail(cur writePos) error {
 	return nil
 }
 
-// recoverCommits loads every group's consumer.offset; a commit outside the
-// retained log is corrupt.
+// recoverCommits loads every group's consumer.offset. A group directory
+// is created with its checkpoint in it (see partition.Commit), so one
+// without a readable checkpoint lost its commit: a *CorruptError naming the
+// file, never a silent rewind. A commit outside the retained log is
+// corrupt too.
 func (p *partition[T]) recoverCommits(head, tail int64) error {
 	root := filepath.Join(p.dir, offsetsDir)
 	entries, err := os.ReadDir(root)
@@ -306,20 +398,25 @@ func (p *partition[T]) recoverCommits(head, tail int64) error {
 	}
 	for _, e := range entries {
 		dir := filepath.Join(root, e.Name())
+		if strings.HasPrefix(e.Name(), groupTmpPrefix) {
+			// A first commit or a deletion that a crash interrupted.
+			if err := os.RemoveAll(dir); err != nil {
+				return fmt.Errorf("mmap: remove leftover: %w", err)
+			}
+			continue
+		}
 		group, ok := unescapeGroup(e.Name())
 		if !ok || !e.IsDir() {
-			return corrupt(dir, -1, "not a group directory this package writes")
+			p.b.cfg.log.Warn("mmap: leaving an entry this package did not write", zap.String("file", dir))
+			continue
 		}
-		os.Remove(filepath.Join(dir, consumerFile+tmpSuffix))
+		if err := os.Remove(filepath.Join(dir, consumerFile+tmpSuffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("mmap: remove leftover: %w", err)
+		}
 		path := filepath.Join(dir, consumerFile)
 		v, err := readCheckpoint(path, kindConsumer)
 		if errors.Is(err, fs.ErrNotExist) {
-			// The first commit created the directory, then crashed
-			// before its checkpoint: the group has no commit.
-			if err := os.Remove(dir); err != nil {
-				return fmt.Errorf("mmap: remove empty group directory: %w", err)
-			}
-			continue
+			return corrupt(path, -1, "missing: the commit of group %q is lost (restore the file, or delete the group to start it again)", group)
 		}
 		if err != nil {
 			return err

@@ -240,7 +240,11 @@ func (s *segment) truncatePositions(end int64) {
 
 // position returns the byte position of the record at offset, which the
 // caller knows is below the segment's end. Below eagerFirst it scans from
-// the last known record, checking every record on the way.
+// the last known record, checking every record on the way. A damaged
+// record does not stop the scan: it is indexed where it should be and the
+// scan resynchronises on the next intact record (findRecord), so reading
+// the damaged offset fails its checks and every intact record after it
+// stays readable.
 func (s *segment) position(offset int64) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -254,13 +258,24 @@ func (s *segment) position(offset int64) (int, error) {
 		}
 		return int(s.eager[i]), nil
 	}
-	for o := s.first + int64(len(s.lazy)); o <= offset; o++ {
+	for o := s.first + int64(len(s.lazy)); o <= offset; {
 		_, next, _, reason := decodeRecord(s.data, s.lazyEnd, o)
-		if reason != "" {
-			return 0, corrupt(s.path, int64(s.lazyEnd), "offset %d: %s", o, reason)
+		if reason == "" {
+			s.lazy = append(s.lazy, uint32(s.lazyEnd))
+			s.lazyEnd = next
+			o++
+			continue
 		}
-		s.lazy = append(s.lazy, uint32(s.lazyEnd))
-		s.lazyEnd = next
+		// The eager index starts at eagerFirst: a record found there
+		// ends the lazy part.
+		at, found, ok := findRecord(s.data, s.lazyEnd, o, s.eagerFirst+1)
+		if !ok {
+			// Nothing intact up to the eager part: every offset left
+			// reads as the damaged record.
+			at, found = s.lazyEnd, s.eagerFirst
+		}
+		s.lazy = appendDamaged(s.lazy, s.lazyEnd, at, found-o)
+		s.lazyEnd, o = at, found
 	}
 	return int(s.lazy[offset-s.first]), nil
 }
