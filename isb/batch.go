@@ -3,8 +3,10 @@ package isb
 // Batch is what one Pull returns: items of one partition, contiguous from
 // Offset.
 //
-// Items may alias storage (memory mode does): they are valid until the
-// consumer's next Pull or Commit. Copy what must live longer.
+// Items are valid until the consumer's next Pull or Commit, whatever the
+// storage: memory storage may hand out its own slice, and durable storage
+// (isb/mmap) decodes into a buffer the consumer reuses, so the next Pull
+// overwrites Items. Copy what must live longer.
 type Batch[T any] struct {
 	Partition int
 	Offset    int64 // offset of Items[0]

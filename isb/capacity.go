@@ -188,6 +188,11 @@ func (g *gate) tryAcquire(n int64, rr bool) (pos int, ok bool, err error) {
 	return pos, ok, nil
 }
 
+// hold takes n units at once, even past capacity: items that were released
+// and are held again because a new group starts below the minimum commit
+// (see Topic.join). Producers then wait until they are released again.
+func (g *gate) hold(n int64) { g.state.Add(n << usedShift) }
+
 // release returns n units and admits queued requests in order.
 func (g *gate) release(n int64) {
 	if n <= 0 {

@@ -2,9 +2,12 @@ package isb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"go.uber.org/zap"
 )
 
 // testHookBeforeArm, when set by a test, runs when Pull found nothing and
@@ -30,12 +33,17 @@ type PullConsumer[T any] struct {
 	next      []int64 // per assigned partition: the delivered end (next offset to read)
 	committed []int64 // per assigned partition: the group's commit, as last made
 	last      int     // index of the partition read last: Pull starts after it
-	batch     struct {
+	// damaged, per assigned partition: the offset at which its last read
+	// failed with ErrCorrupt, -1 if it did not. Skip steps past it.
+	damaged []int64
+	batch   struct {
 		valid bool // a batch was delivered
 		part  int
 		end   int64
 	}
 	buf []T // Read's decode buffer, reused by every Pull
+
+	skipped atomic.Int64 // damaged records stepped past by Skip
 
 	wake      chan struct{} // capacity 1: a producer's token for a waiting Pull (see waiters)
 	closed    atomic.Bool
@@ -87,6 +95,7 @@ func (t *Topic[T]) PullConsumers(group string, n int, opts ...ConsumerOption) ([
 			first:     first,
 			next:      make([]int64, count),
 			committed: make([]int64, count),
+			damaged:   make([]int64, count),
 			last:      count - 1, // the first Pull starts at the first partition
 			buf:       make([]T, cfg.batchSize),
 			wake:      make(chan struct{}, 1),
@@ -95,6 +104,7 @@ func (t *Topic[T]) PullConsumers(group string, n int, opts ...ConsumerOption) ([
 		for j := range count {
 			c.committed[j] = g.commits[first+j]
 			c.next[j] = c.committed[j]
+			c.damaged[j] = -1
 		}
 		cs[i] = c
 		t.consumers[c] = struct{}{}
@@ -133,6 +143,12 @@ func (c *PullConsumer[T]) Assigned() []int {
 // the one it read last and skipping empty ones. When ctx ends Pull returns
 // ctx.Err(); when the consumer or the topic is closed, ErrClosed. A pull
 // that returns an error delivers nothing.
+//
+// Reading a partition that fails (a damaged record: the error matches
+// ErrCorrupt) ends that partition's turn with a *ReadError naming the
+// partition and offset; the next Pull goes on with the next partition, so
+// the consumer's other partitions keep flowing. The failing partition is
+// tried again in its next turn; Skip steps past a damaged record.
 func (c *PullConsumer[T]) Pull(ctx context.Context) (Batch[T], error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -218,8 +234,16 @@ func (c *PullConsumer[T]) read() (b Batch[T], ok bool, err error) {
 		}
 		items, err := pt.log.Read(off, c.cfg.batchSize, c.buf)
 		if err != nil {
-			return b, false, fmt.Errorf("isb: topic %q partition %d: read at offset %d: %w", t.name, part, off, err)
+			// The error is this partition's turn: the next Pull starts
+			// after it, so one damaged partition never stops the others.
+			c.last = j
+			c.damaged[j] = -1
+			if errors.Is(err, ErrCorrupt) {
+				c.damaged[j] = off
+			}
+			return b, false, &ReadError{Topic: t.name, Partition: part, Offset: off, Err: err}
 		}
+		c.damaged[j] = -1
 		if len(items) == 0 {
 			// The Log contract promises at least one item below Tail;
 			// returning instead of skipping avoids spinning on it.
@@ -287,6 +311,47 @@ func (c *PullConsumer[T]) commitToLocked(partition int, offset int64) error {
 	c.committed[j] = offset
 	return nil
 }
+
+// Skip steps past the damaged record at which the last read of partition
+// failed (a *ReadError matching ErrCorrupt), so that an operator recovers
+// without editing files: the record counts as delivered, the next Pull of
+// the partition reads the record after it, and it is committed at once when
+// everything before it is committed (otherwise by the commit that covers
+// it, as for a delivered item). It returns the skipped offset, counts it
+// (Skipped) and logs it. A partition whose last read did not fail with
+// ErrCorrupt is ErrNotDamaged: Skip never steps past deliverable data.
+// Each call steps past one record; several damaged records in a row take
+// one Skip each, each after the Pull that reports it.
+func (c *PullConsumer[T]) Skip(partition int) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed.Load() {
+		return 0, ErrClosed
+	}
+	j := partition - c.first
+	if j < 0 || j >= len(c.next) {
+		return 0, fmt.Errorf("%w: partition %d (consumer of group %q owns %d to %d)",
+			ErrNotAssigned, partition, c.group.name, c.first, c.first+len(c.next)-1)
+	}
+	off := c.damaged[j]
+	if off < 0 || off != c.next[j] {
+		return 0, fmt.Errorf("%w: partition %d of topic %q at offset %d", ErrNotDamaged, partition, c.topic.name, c.next[j])
+	}
+	c.damaged[j] = -1
+	c.next[j] = off + 1
+	c.skipped.Add(1)
+	c.cfg.log.Warn("isb: skipped a damaged record",
+		zap.String("topic", c.topic.name), zap.String("group", c.group.name), zap.Int("partition", partition), zap.Int64("offset", off))
+	if c.committed[j] == off {
+		if err := c.commitToLocked(partition, off+1); err != nil {
+			return off, err
+		}
+	}
+	return off, nil
+}
+
+// Skipped returns how many damaged records Skip stepped past.
+func (c *PullConsumer[T]) Skipped() int64 { return c.skipped.Load() }
 
 // Close releases the consumer's partitions (the group may be consumed again)
 // and wakes a blocked Pull with ErrClosed. It does not commit. Idempotent.

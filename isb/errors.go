@@ -41,7 +41,54 @@ var (
 	ErrWrongType = errors.New("isb: topic element type mismatch")
 	// ErrCorrupt is matched by storage errors that report damaged data.
 	ErrCorrupt = errors.New("isb: corrupt data")
+	// ErrNotDamaged is returned by Skip for a partition whose last read
+	// did not fail with ErrCorrupt at its next offset: Skip steps past
+	// damaged records only, never past data that can be delivered.
+	ErrNotDamaged = errors.New("isb: no damaged record to skip")
+	// ErrPanic is matched by every *PanicError.
+	ErrPanic = errors.New("isb: handler panicked")
 )
+
+// ReadError reports that reading a partition failed at an offset. Pull
+// returns it in that partition's round-robin turn and goes on with the
+// next partition at the next call, so one damaged partition never stops a
+// consumer's others. When it matches ErrCorrupt, Skip steps past the
+// damaged record.
+type ReadError struct {
+	Topic     string
+	Partition int
+	Offset    int64
+	Err       error // the storage's error
+}
+
+// Error names the topic, partition and offset, then the storage's error.
+func (e *ReadError) Error() string {
+	return fmt.Sprintf("isb: topic %q partition %d: read at offset %d: %v", e.Topic, e.Partition, e.Offset, e.Err)
+}
+
+// Unwrap returns the storage's error.
+func (e *ReadError) Unwrap() error { return e.Err }
+
+// PanicError is a panic of a push handler, recovered and turned into the
+// handler's error: it goes to OnError and the batch is treated as failed.
+type PanicError struct {
+	Value any    // what the handler panicked with
+	Stack []byte // the handler goroutine's stack at the panic
+}
+
+// Error gives the panic value and the stack.
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("isb: push handler panicked: %v\n%s", e.Value, e.Stack)
+}
+
+// Is makes errors.Is(err, ErrPanic) true.
+func (e *PanicError) Is(target error) bool { return target == ErrPanic }
+
+// Unwrap returns the panic value when it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
 
 // OptionError reports an option that failed validation. It names the option.
 type OptionError struct {

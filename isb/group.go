@@ -50,10 +50,13 @@ func (t *Topic[T]) recoverGroups() (used int64) {
 }
 
 // join opens group for n new consumers, creating it if needed. A new group
-// starts at the earliest retained item that is not released (the head, or
-// the min commit of the other groups if storage still holds items below it)
-// and its start is committed to storage, so durable storage knows the group
-// from now on. A group that has running consumers is ErrGroupInUse.
+// starts at the earliest retained item, the head of each partition (as in
+// BufferQueue), and its start is committed to storage, so durable storage
+// knows the group from now on. Items below the other groups' minimum commit
+// were released from capacity; the new group holds them again, so the
+// capacity in use stays the items not committed by every group (producers
+// may wait until the new group commits). A group that has running
+// consumers is ErrGroupInUse.
 func (t *Topic[T]) join(name string, n int) (*group, error) {
 	t.io.RLock()
 	defer t.io.RUnlock()
@@ -77,7 +80,7 @@ func (t *Topic[T]) join(name string, n int) (*group, error) {
 	t.lockCommits()
 	defer t.unlockCommits()
 	for p, pt := range t.parts {
-		start := max(pt.min, pt.log.Head())
+		start := pt.log.Head()
 		if off, ok := pt.log.Committed(name); ok && off > start && off <= pt.log.Tail() {
 			start = off
 		}
@@ -86,9 +89,22 @@ func (t *Topic[T]) join(name string, n int) (*group, error) {
 		}
 		g.commits[p] = start
 	}
+	for p, pt := range t.parts {
+		if s := g.commits[p]; s < pt.min {
+			if t.gate != nil {
+				t.gate.hold(pt.min - s)
+			}
+			pt.min = s
+		}
+	}
 	t.addGroup(g)
 	return g, nil
 }
+
+// Earliest returns the earliest retained offset of partition p: where a
+// group created now starts reading it. Storage that frees whole segments
+// (isb/mmap) may retain items below the other groups' commits.
+func (t *Topic[T]) Earliest(p int) int64 { return t.parts[p].log.Head() }
 
 // addGroup makes g known; t.mu and every cmu are held, or t is not shared
 // yet.
@@ -165,6 +181,10 @@ func (t *Topic[T]) releaseTo(p int, newMin int64) error {
 	if t.gate != nil {
 		t.gate.release(delta)
 	}
+	if newMin <= pt.released {
+		return nil // released before a new group moved min down
+	}
+	pt.released = newMin
 	if err := pt.log.Release(newMin); err != nil {
 		return fmt.Errorf("isb: topic %q partition %d: release below offset %d: %w", t.name, p, newMin, err)
 	}

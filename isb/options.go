@@ -2,6 +2,7 @@ package isb
 
 import (
 	"fmt"
+	"go.uber.org/zap"
 	"strings"
 	"time"
 )
@@ -81,6 +82,7 @@ type consumerConfig struct {
 	minBackoff   time.Duration // push, manual commit: first retry delay
 	maxBackoff   time.Duration // push, manual commit: retry delay cap
 	onError      func(partition int, offset int64, err error)
+	log          *zap.Logger // never nil after newConsumerConfig
 }
 
 // BatchSize is the most items one Pull returns (default 100, at least 1).
@@ -101,14 +103,21 @@ func Backoff(min, max time.Duration) ConsumerOption {
 	return func(c *consumerConfig) { c.minBackoff, c.maxBackoff = min, max }
 }
 
-// OnError is called when a push handler fails: under auto commit the batch
-// is then skipped, under manual commit it is retried with backoff. It is
-// also called with partition -1 and offset -1 when pulling fails for a
-// reason other than Stop or Close (for example ErrCorrupt storage).
-// It may be called from several goroutines at once.
+// OnError is called when a push handler fails (or panics: a *PanicError):
+// under auto commit the batch is then skipped, under manual commit it is
+// retried with backoff. It is also called when pulling fails for a reason
+// other than Stop or Close: with the partition and offset of a *ReadError
+// (a damaged record, matching ErrCorrupt, is then skipped), or with
+// partition -1 and offset -1. It may be called from several goroutines at
+// once.
 func OnError(f func(partition int, offset int64, err error)) ConsumerOption {
 	return func(c *consumerConfig) { c.onError = f }
 }
+
+// Logger sets where a consumer logs what it does on its own: a damaged
+// record stepped past with Skip (pull) or skipped by a push consumer, a
+// handler panic. A nil logger (the default) logs nothing.
+func Logger(l *zap.Logger) ConsumerOption { return func(c *consumerConfig) { c.log = l } }
 
 // newConsumerConfig applies opts over the defaults and validates them for a
 // topic of the given partition count.
@@ -123,6 +132,9 @@ func newConsumerConfig(partitions int, opts []ConsumerOption) (consumerConfig, e
 		if o != nil {
 			o(&c)
 		}
+	}
+	if c.log == nil {
+		c.log = zap.NewNop()
 	}
 	switch {
 	case c.batchSize < 1:

@@ -3,6 +3,7 @@ package isb
 import (
 	"context"
 	"errors"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -27,6 +28,12 @@ import (
 // a backoff that starts at the Backoff min and doubles up to its max; Stop
 // interrupts the wait. Delivery is at least once: a batch whose handler
 // did not succeed before Stop is delivered again to the group later.
+//
+// A handler that panics fails with a *PanicError carrying the panic value
+// and stack, as if it had returned it. A damaged record (a read error
+// matching ErrCorrupt) is reported to OnError with its partition and
+// offset, then stepped past with Skip (counted by Skipped): it can never be
+// delivered, and retrying it would stall its partition forever.
 type PushConsumer[T any] struct {
 	consumers []*PullConsumer[T]
 	handler   func(ctx context.Context, b Batch[T]) error
@@ -72,9 +79,22 @@ func (pc *PushConsumer[T]) run(ctx context.Context, c *PullConsumer[T]) {
 			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 				return
 			}
+			var re *ReadError
+			if errors.As(err, &re) && errors.Is(err, ErrCorrupt) {
+				// A damaged record never reads: retrying would stall
+				// the partition forever. Report it, step past it, go on.
+				pc.report(re.Partition, re.Offset, err)
+				if _, serr := c.Skip(re.Partition); serr == nil {
+					continue
+				}
+			}
 			// A storage failure: report it and try again later rather
 			// than spin on it.
-			pc.report(-1, -1, err)
+			if re != nil {
+				pc.report(re.Partition, re.Offset, err)
+			} else {
+				pc.report(-1, -1, err)
+			}
 			if !sleep(ctx, backoff) {
 				return
 			}
@@ -83,7 +103,7 @@ func (pc *PushConsumer[T]) run(ctx context.Context, c *PullConsumer[T]) {
 		}
 		backoff = pc.cfg.minBackoff
 		if !pc.cfg.manualCommit {
-			if err := pc.handler(ctx, b); err != nil {
+			if err := pc.handle(ctx, b); err != nil {
 				pc.report(b.Partition, b.Offset, err)
 				if ctx.Err() != nil {
 					return // failed as Stop cancelled it: leave it uncommitted
@@ -102,7 +122,7 @@ func (pc *PushConsumer[T]) run(ctx context.Context, c *PullConsumer[T]) {
 func (pc *PushConsumer[T]) handleManual(ctx context.Context, c *PullConsumer[T], b Batch[T]) bool {
 	backoff := pc.cfg.minBackoff
 	for {
-		err := pc.handler(ctx, b)
+		err := pc.handle(ctx, b)
 		if err == nil {
 			if err := c.CommitTo(b.Partition, b.End()); err != nil {
 				pc.report(b.Partition, b.Offset, err)
@@ -116,6 +136,27 @@ func (pc *PushConsumer[T]) handleManual(ctx context.Context, c *PullConsumer[T],
 		}
 		backoff = min(2*backoff, pc.cfg.maxBackoff)
 	}
+}
+
+// handle calls the handler, turning a panic into a *PanicError with the
+// panic value and stack: a failing handler, not a dead process.
+func (pc *PushConsumer[T]) handle(ctx context.Context, b Batch[T]) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return pc.handler(ctx, b)
+}
+
+// Skipped returns how many damaged records the push consumer stepped past
+// (each was reported to OnError first).
+func (pc *PushConsumer[T]) Skipped() int64 {
+	var n int64
+	for _, c := range pc.consumers {
+		n += c.Skipped()
+	}
+	return n
 }
 
 func (pc *PushConsumer[T]) report(partition int, offset int64, err error) {

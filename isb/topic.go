@@ -66,7 +66,11 @@ type partition[T any] struct {
 	// is released. With no group at all it stays at the head so items are
 	// kept for a group created later.
 	min int64
-	_   [64]byte // keep the next partition's locks off this cache line
+	// released is the highest offset passed to the log's Release (guarded
+	// by cmu): min may move down when a new group starts below it, and
+	// offsets passed to Release only grow.
+	released int64
+	_        [64]byte // keep the next partition's locks off this cache line
 }
 
 // lockCommits locks every partition's commit bookkeeping, in partition
@@ -164,11 +168,9 @@ func (t *Topic[T]) Pending(group string) int64 {
 	g := t.groups[group]
 	var n int64
 	for p, pt := range t.parts {
-		from := pt.min // where a new group would start
+		from := pt.log.Head() // where a new group would start
 		if g != nil {
 			from = g.commits[p]
-		} else if h := pt.log.Head(); h > from {
-			from = h
 		}
 		n += pt.log.Tail() - from
 	}

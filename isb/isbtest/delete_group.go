@@ -73,15 +73,25 @@ func (s suite) deleteGroupRecomputesMin(t *testing.T) {
 	if u, pa := tp.Used(), tp.Pending("a"); u != 4 || pa != 4 {
 		t.Fatalf("after: Used() = %d, Pending(a) = %d; want 4 and 4", u, pa)
 	}
-	// b is now a group that does not exist: it would start at the min.
-	if pb, pn := tp.Pending("b"), tp.Pending("never"); pb != 4 || pn != 4 {
-		t.Fatalf("after: Pending(b) = %d, Pending(never) = %d; want 4 and 4", pb, pn)
+	// b is now a group that does not exist: it would start at the
+	// earliest retained item (at most the min: 5 and 1).
+	e0, e1 := tp.Earliest(0), tp.Earliest(1)
+	if e0 > 5 || e1 > 1 {
+		t.Fatalf("earliest retained %d and %d, past the remaining group's commits 5 and 1", e0, e1)
 	}
-	// Created again, b starts as a new group: at the min, not at its old
-	// commits (2 and 3).
+	fresh := (6 - e0) + (4 - e1)
+	if pb, pn := tp.Pending("b"), tp.Pending("never"); pb != fresh || pn != fresh {
+		t.Fatalf("after: Pending(b) = %d, Pending(never) = %d; want %d and %d", pb, pn, fresh, fresh)
+	}
+	// Created again, b starts as a new group: at the earliest retained
+	// item, not at its old commits (2 and 3), and holds what it has not
+	// committed.
 	b = perPartition(t, tp, "b")
-	expectItems(t, ctx, b[0], 0, 5, seqs(0, 5, 1))
-	expectItems(t, ctx, b[1], 1, 1, seqs(1, 1, 3))
+	if u := tp.Used(); u != fresh {
+		t.Fatalf("after b joined again: Used() = %d, want %d", u, fresh)
+	}
+	expectItems(t, ctx, b[0], 0, e0, seqs(0, int(e0), 6-int(e0)))
+	expectItems(t, ctx, b[1], 1, e1, seqs(1, int(e1), 4-int(e1)))
 }
 
 // deleteGroupReleasesCapacity: a producer queued on a full topic is
@@ -154,14 +164,15 @@ func (s suite) deleteGroupErrors(t *testing.T) {
 	}
 	// g was the last group: nothing more is released, the two items it
 	// had not committed stay for a group created later.
-	if u, n := tp.Used(), tp.Pending("g"); u != 2 || n != 2 {
-		t.Fatalf("after deleting the last group: Used() = %d, Pending(g) = %d; want 2 and 2", u, n)
+	if u, n, want := tp.Used(), tp.Pending("g"), 3-tp.Earliest(0); u != 2 || n != want {
+		t.Fatalf("after deleting the last group: Used() = %d, Pending(g) = %d; want 2 and %d (from the earliest retained item)", u, n, want)
 	}
 	if err := tp.DeleteGroup("g"); !errors.Is(err, isb.ErrUnknownGroup) {
 		t.Fatalf("second DeleteGroup(g) = %v, want ErrUnknownGroup", err)
 	}
 	late := consumer(t, tp, "late", isb.BatchSize(1))
-	expectBatch(t, ctx, late, 0, 1, seqs(0, 1, 1))
+	e := tp.Earliest(0)
+	expectBatch(t, ctx, late, 0, e, seqs(0, int(e), 1))
 	late.Close()
 	if err := tp.Close(); err != nil {
 		t.Fatal(err)
@@ -231,8 +242,13 @@ func (s suite) deleteGroupWhileOthersCommit(t *testing.T) {
 	if err := keep.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if gs := tp.Pending("a"); gs != 0 {
-		t.Fatalf("Pending(a) = %d after every group but keep was deleted and keep committed all, want 0", gs)
+	// a no longer exists: it would start at the earliest retained items.
+	var retained int64
+	for p := range 2 {
+		retained += tp.Earliest(p)
+	}
+	if gs := tp.Pending("a"); gs != n-retained {
+		t.Fatalf("Pending(a) = %d after every group but keep was deleted and keep committed all, want %d (everything retained)", gs, n-retained)
 	}
 	if u := tp.Used(); u != 0 {
 		t.Fatalf("Used() = %d after keep committed everything, want 0", u)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -217,4 +218,62 @@ func (s suite) pushStopWaits(t *testing.T) {
 	}
 	c := consumer(t, tp, "g")
 	expectEmpty(t, c)
+}
+
+// pushHandlerPanic: a handler that panics does not kill the process: the
+// panic becomes a *PanicError with the value and the stack, reported to
+// OnError for that batch; under auto commit the batch is then skipped like
+// any failed one, and the other batches are handled.
+func (s suite) pushHandlerPanic(t *testing.T) {
+	ctx := testContext(t)
+	tp := s.topic(t)
+	var mu sync.Mutex
+	var reported []error
+	var where []string
+	h := &handled{handler: func(call int, b isb.Batch[Item]) error {
+		if call == 1 {
+			panic(fmt.Sprintf("boom at offset %d", b.Offset))
+		}
+		return nil
+	}}
+	pr := tp.Producer(nil)
+	produce(t, ctx, pr, seqs(0, 0, 3)...)
+	pc, err := tp.Subscribe("g", h.handle, isb.BatchSize(3), isb.OnError(func(p int, off int64, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		reported = append(reported, err)
+		where = append(where, fmt.Sprintf("%d/%d", p, off))
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Stop() })
+	waitFor(t, ctx, "the panicking batch reported", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(reported) == 1
+	})
+	produce(t, ctx, pr, seqs(0, 3, 2)...)
+	waitFor(t, ctx, "the next batch handled", func() bool { return h.okCount() == 2 })
+	if err := pc.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var pe *isb.PanicError
+	if len(reported) != 1 || !errors.As(reported[0], &pe) || !errors.Is(reported[0], isb.ErrPanic) {
+		t.Fatalf("OnError got %v, want one *isb.PanicError", reported)
+	}
+	if pe.Value != "boom at offset 0" || !strings.Contains(string(pe.Stack), "pushHandlerPanic") {
+		t.Fatalf("panic value %q, stack:\n%s\nwant the value and a stack through the handler", pe.Value, pe.Stack)
+	}
+	if !slices.Equal(where, []string{"0/0"}) {
+		t.Fatalf("OnError at %v, want [0/0]", where)
+	}
+	if !slices.Equal(h.ok, seqs(0, 3, 2)) {
+		t.Fatalf("handled %v after the panic, want %v", h.ok, seqs(0, 3, 2))
+	}
+	if p := tp.Pending("g"); p != 0 {
+		t.Fatalf("Pending = %d, want 0 (auto commit skips the failed batch)", p)
+	}
 }

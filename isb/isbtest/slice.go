@@ -146,6 +146,20 @@ type sliceLog[T any] struct {
 	items     []T
 	commits   map[string]int64
 	released  int64
+	damaged   map[int64]bool // offsets whose Read fails with isb.ErrCorrupt
+}
+
+// Damage makes every later Read of offset in partition fail with an error
+// matching isb.ErrCorrupt, as durable storage reports a damaged record; a
+// Read from before it stops short of it. Tests of consumers use it.
+func (b *SliceBackend[T]) Damage(partition int, offset int64) {
+	l := b.parts[partition]
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.damaged == nil {
+		l.damaged = map[int64]bool{}
+	}
+	l.damaged[offset] = true
 }
 
 func (l *sliceLog[T]) closedErr(op string) error {
@@ -180,7 +194,15 @@ func (l *sliceLog[T]) Read(offset int64, max int, buf []T) ([]T, error) {
 	if offset < l.head || offset >= tail {
 		return nil, fmt.Errorf("%w: Read at %d, retained [%d, %d)", ErrOutOfRange, offset, l.head, tail)
 	}
+	if l.damaged[offset] {
+		return nil, fmt.Errorf("%w: isbtest: damaged record at offset %d", isb.ErrCorrupt, offset)
+	}
 	n := copy(buf[:min(max, len(buf))], l.items[offset-l.head:])
+	for i := 1; i < n; i++ {
+		if l.damaged[offset+int64(i)] {
+			n = i
+		}
+	}
 	return buf[:n], nil
 }
 

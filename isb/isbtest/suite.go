@@ -64,6 +64,7 @@ func Run(t *testing.T, f Factory) {
 		{"PushAutoCommit", s.pushAutoCommit},
 		{"PushManualRetry", s.pushManualRetry},
 		{"PushStopWaitsForHandler", s.pushStopWaits},
+		{"PushHandlerPanic", s.pushHandlerPanic},
 		{"CloseWakesBlockedCalls", s.closeWakes},
 		{"ConsumerCloseWakesPull", s.consumerCloseWakesPull},
 		{"CloseUnderLoad", s.closeUnderLoad},

@@ -52,12 +52,12 @@ func FuzzRecovery(f *testing.F) {
 	f.Add(op(opFlip, 1, 12, 0x10))                                             // a segment header
 	f.Add(op(opTruncate, last, 500, 0))                                        // the active segment, mid-record
 	f.Add(op(opTruncate, 1, 100, 0))
-	f.Add(op(opRemove, 1, 0, 0))               // a middle segment
-	f.Add(op(opRemove, producer, 0, 0))        // producer.offset
-	f.Add(op(opRemove, producer-1, 0, 0))      // earliest.offset
-	f.Add(op(opFlip, producer, 9, 3))          // producer.offset
-	f.Add(op(opZero, producer+1, 0, 48))       // consumer.offset
-	f.Add(op(opRemove, producer+1, 0, 0))      // consumer.offset
+	f.Add(op(opRemove, 1, 0, 0))          // a middle segment
+	f.Add(op(opRemove, producer, 0, 0))   // producer.offset
+	f.Add(op(opRemove, producer-1, 0, 0)) // earliest.offset
+	f.Add(op(opFlip, producer, 9, 3))     // producer.offset
+	f.Add(op(opZero, producer+1, 0, 48))  // consumer.offset
+	f.Add(op(opRemove, producer+1, 0, 0)) // consumer.offset
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		dir := t.TempDir()
 		if err := os.CopyFS(dir, os.DirFS(template)); err != nil {
