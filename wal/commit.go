@@ -24,6 +24,10 @@ type partitionOffset struct {
 	offset    int64
 }
 
+// testHookGather, when set by a test, runs in the committer between taking
+// a request and gathering the waiting ones.
+var testHookGather func(*WAL)
+
 var requestPool = sync.Pool{New: func() any { return &request{done: make(chan error, 1)} }}
 
 func getRequest() *request {
@@ -112,6 +116,15 @@ func (w *WAL) submit(ctx context.Context, r *request) error {
 	case err := <-r.done:
 		requestPool.Put(r) // answered: the committer is done with it
 		return err
+	case <-w.done:
+		// The committer exited; it answers every request it took before
+		// that, so an unanswered one stayed in the queue, unwritten.
+		select {
+		case err := <-r.done:
+			return err
+		default:
+			return w.stoppedErr()
+		}
 	case <-ctx.Done():
 		return ctx.Err() // r stays with the committer, which answers into its buffer
 	}
@@ -142,6 +155,9 @@ func (w *WAL) run() {
 			return
 		case r := <-w.reqs:
 			w.appended.Store(true)
+			if testHookGather != nil {
+				testHookGather(w)
+			}
 			group = w.gather(append(group[:0], r))
 			err := w.commit(group)
 			for _, r := range group {

@@ -112,8 +112,10 @@ func (w *WAL) compact() error {
 		w.fail(err)
 		return err
 	}
+	w.replay.entries = built.messages
+	err = os.RemoveAll(old)
 	w.stats.compactions.Add(1)
-	if err := os.RemoveAll(old); err != nil {
+	if err != nil {
 		return fmt.Errorf("wal: remove compacted generation %s (Open removes it): %w", old, err)
 	}
 	return nil
@@ -124,6 +126,7 @@ type built struct {
 	last     uint64 // index of the last entry
 	bytes    int64  // bytes of the frames
 	tailSize int64  // bytes of the last segment
+	messages int    // message entries
 }
 
 // build writes generation n: the checkpoint cp, then the entries fill emits,
@@ -176,6 +179,7 @@ func (w *WAL) build(n uint64, cp *checkpoint, batch uint64, fill func(emit func(
 		var enc []byte
 		err = fill(func(e *Entry) error {
 			enc = appendMessage(enc[:0], e)
+			out.messages++
 			return push(enc)
 		})
 	}

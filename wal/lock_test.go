@@ -1,4 +1,4 @@
 package wal
 
-func lockChild() {}
+func lockChild()  {}
 func crashChild() {}

@@ -54,8 +54,8 @@ type WAL struct {
 
 	stats struct {
 		batches, entries, syncs, compactions atomic.Int64
-		logBytes                              atomic.Int64
-		segments                              atomic.Int64
+		logBytes                             atomic.Int64
+		segments                             atomic.Int64
 	}
 
 	failMu  sync.Mutex
@@ -64,6 +64,10 @@ type WAL struct {
 	closeOnce sync.Once
 	closeErr  error
 }
+
+// requestQueue is how many requests wait for the committer while it writes,
+// before appenders block in the channel send.
+const requestQueue = 256
 
 // Recovered is what Open found in the log, for the reduce to resume from.
 type Recovered struct {
@@ -130,7 +134,7 @@ func Open(dir string, opts ...Option) (*WAL, error) {
 	}
 	w := &WAL{
 		root: dir, cfg: cfg, lock: lock,
-		reqs: make(chan *request), compacts: make(chan chan error),
+		reqs: make(chan *request, requestQueue), compacts: make(chan chan error),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		closed: map[windowKey]Window{},
 	}
