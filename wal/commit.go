@@ -1,0 +1,290 @@
+package wal
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// request is one Append or GC on its way to the committer: entries encoded
+// (but not sealed) by the appender's goroutine, so that encoding runs in
+// parallel and the committer only seals, writes and syncs.
+type request struct {
+	buf     []byte
+	ends    []int // end of each entry in buf
+	offsets []partitionOffset
+	gc      *gcEvent
+	done    chan error // buffered: the committer never waits for the appender
+}
+
+type partitionOffset struct {
+	partition int32
+	offset    int64
+}
+
+// testHookGather, when set by a test, runs in the committer between taking
+// a request and gathering the waiting ones.
+var testHookGather func(*WAL)
+
+var requestPool = sync.Pool{New: func() any { return &request{done: make(chan error, 1)} }}
+
+func getRequest() *request {
+	r := requestPool.Get().(*request)
+	r.buf, r.ends, r.offsets, r.gc = r.buf[:0], r.ends[:0], r.offsets[:0], nil
+	return r
+}
+
+// Append writes entries to the log and returns once they are durable: the
+// group commit writes the entries of concurrent Appends and GCs as one
+// tidwall/wal write batch and fsyncs once for all of them. Acknowledge the
+// messages to the ISB only after Append returned nil.
+//
+// The entries of one Append are consecutive in the log. If ctx ends first,
+// Append returns ctx.Err() and the entries may or may not be written. Each
+// entry needs at least one window; times must lie in the years 1678-2261.
+func (w *WAL) Append(ctx context.Context, entries ...Entry) error {
+	r := getRequest()
+	for i := range entries {
+		e := &entries[i]
+		if err := e.validate(); err != nil {
+			requestPool.Put(r)
+			return err
+		}
+		r.buf = appendMessage(r.buf, e)
+		r.ends = append(r.ends, len(r.buf))
+		r.notePartition(e.Partition, e.Offset)
+	}
+	if len(r.ends) == 0 {
+		requestPool.Put(r)
+		return nil
+	}
+	return w.submit(ctx, r)
+}
+
+// GC appends a GC event for windows the reduce closed (and emitted) at
+// watermark, and returns once it is durable. Their entries are dropped by
+// the next compaction; Replay skips them already. A session window is
+// named by its Session id alone; after a session merge, close every id
+// the merged session's entries were appended under. Entries must not be
+// appended to a window after its GC event.
+func (w *WAL) GC(ctx context.Context, watermark time.Time, windows ...Window) error {
+	if len(windows) == 0 {
+		return nil
+	}
+	if err := checkTime("watermark", watermark); err != nil {
+		return err
+	}
+	if err := checkWindows(windows); err != nil {
+		return err
+	}
+	r := getRequest()
+	r.gc = &gcEvent{watermark: watermark, windows: windows}
+	r.buf = appendGC(r.buf, r.gc)
+	r.ends = append(r.ends, len(r.buf))
+	return w.submit(ctx, r)
+}
+
+// notePartition keeps the highest offset per partition of the request (a
+// batch usually holds one or a few partitions).
+func (r *request) notePartition(p int32, off int64) {
+	for i := range r.offsets {
+		if r.offsets[i].partition == p {
+			r.offsets[i].offset = max(r.offsets[i].offset, off)
+			return
+		}
+	}
+	r.offsets = append(r.offsets, partitionOffset{p, off})
+}
+
+// submit hands r to the committer and waits for its result.
+func (w *WAL) submit(ctx context.Context, r *request) error {
+	select {
+	case w.reqs <- r:
+	case <-w.stop:
+		requestPool.Put(r)
+		return ErrClosed
+	case <-w.done:
+		requestPool.Put(r)
+		return w.stoppedErr()
+	case <-ctx.Done():
+		requestPool.Put(r)
+		return ctx.Err()
+	}
+	select {
+	case err := <-r.done:
+		requestPool.Put(r) // answered: the committer is done with it
+		return err
+	case <-w.done:
+		// The committer exited; it answers every request it took before
+		// that, so an unanswered one stayed in the queue, unwritten.
+		select {
+		case err := <-r.done:
+			return err
+		default:
+			return w.stoppedErr()
+		}
+	case <-ctx.Done():
+		return ctx.Err() // r stays with the committer, which answers into its buffer
+	}
+}
+
+func (w *WAL) stoppedErr() error {
+	if err := w.Err(); err != nil {
+		return err
+	}
+	return ErrClosed
+}
+
+// run is the committer goroutine, owned by the WAL: started by Open,
+// stopped by Close (w.stop), it closes w.done when it exits. It writes
+// batches, compacts, and stops for good on a write error, which Err reports.
+func (w *WAL) run() {
+	defer close(w.done)
+	var tick <-chan time.Time
+	if w.cfg.compactEvery > 0 {
+		t := time.NewTicker(w.cfg.compactEvery)
+		defer t.Stop()
+		tick = t.C
+	}
+	var group []*request
+	for {
+		select {
+		case <-w.stop:
+			return
+		case r := <-w.reqs:
+			w.appended.Store(true)
+			if testHookGather != nil {
+				testHookGather(w)
+			}
+			group = w.gather(append(group[:0], r))
+			err := w.commit(group)
+			for _, r := range group {
+				r.done <- err
+			}
+			clear(group)
+			if err != nil {
+				w.fail(err)
+				return
+			}
+			if len(w.closed) > 0 && w.genBytes > max(2*w.keptSize, w.cfg.compactMin) {
+				if w.tryCompact(false) != nil && w.Err() != nil {
+					return
+				}
+			}
+		case <-tick:
+			if len(w.closed) > 0 && w.appended.Load() {
+				if w.tryCompact(false) != nil && w.Err() != nil {
+					return
+				}
+			}
+		case c := <-w.compacts:
+			err := w.tryCompact(true)
+			c <- err
+			if err != nil && w.Err() != nil {
+				return
+			}
+		}
+	}
+}
+
+// gather adds the requests already waiting to group, up to MaxBatchBytes.
+func (w *WAL) gather(group []*request) []*request {
+	size := len(group[0].buf)
+	for size < w.cfg.maxBatch {
+		select {
+		case r := <-w.reqs:
+			group = append(group, r)
+			size += len(r.buf)
+		default:
+			return group
+		}
+	}
+	return group
+}
+
+// commit writes the group as one batch with one fsync, then applies it to
+// the log state: only durable entries count.
+func (w *WAL) commit(group []*request) error {
+	w.batchID++
+	index, lastReq := w.last, len(group)-1
+	var bytes int64
+	cycled := false
+	if w.tail > int64(w.cfg.segmentSize) {
+		cycled, w.tail = true, 0 // tidwall/wal starts a new segment before the batch
+	}
+	for ri, r := range group {
+		start := 0
+		for ei, end := range r.ends {
+			e := r.buf[start:end]
+			start = end
+			var flags byte
+			if ri == lastReq && ei == len(r.ends)-1 {
+				flags = flagBatchEnd
+			}
+			seal(e, w.batchID, flags)
+			index++
+			w.batch.Write(index, e)
+			frame := int64(uvarintLen(len(e)) + len(e))
+			bytes += frame
+			// Mirror tidwall/wal's rollover: it starts a new segment
+			// once one reaches SegmentSize.
+			if w.tail += frame; w.tail >= int64(w.cfg.segmentSize) {
+				cycled, w.tail = true, 0
+			}
+		}
+	}
+	n := index - w.last
+	if err := w.log.WriteBatch(&w.batch); err != nil {
+		w.batch.Clear()
+		return fmt.Errorf("wal: write batch: %w", err)
+	}
+	if cycled {
+		// tidwall/wal fsyncs segment data but not the directory: make the
+		// new segment's name durable, and record it as the newest.
+		if err := w.recordRollover(); err != nil {
+			return err
+		}
+	}
+	w.last = index
+	w.genBytes += bytes
+	for _, r := range group {
+		for _, po := range r.offsets {
+			w.cp.note(po.partition, po.offset)
+		}
+		if r.gc != nil {
+			w.closeWindows(r.gc)
+		}
+	}
+	w.stats.batches.Add(1)
+	w.stats.syncs.Add(1)
+	w.stats.entries.Add(int64(n))
+	w.stats.logBytes.Store(w.genBytes)
+	return nil
+}
+
+// recordRollover fsyncs the generation directory and writes the tail hint
+// naming its newest segment.
+func (w *WAL) recordRollover() error {
+	segs, _, err := listSegments(w.genDir())
+	if err != nil {
+		return err
+	}
+	if err := writeHint(w.genDir(), segs[len(segs)-1].first); err != nil {
+		return err
+	}
+	w.stats.segments.Store(int64(len(segs)))
+	return nil
+}
+
+func (w *WAL) fail(err error) {
+	w.failMu.Lock()
+	w.failErr = err
+	w.failMu.Unlock()
+}
+
+func uvarintLen(n int) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(b[:], uint64(n))
+}

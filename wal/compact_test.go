@@ -1,0 +1,274 @@
+package wal
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCompactionBoundsDisk appends 60 windows of 160 entries (about five
+// 4 KiB segments each) with two windows open at a time, closing the oldest
+// as the next one fills: disk use must stay bounded by the open windows
+// while 30 windows of history go through, and return to one segment once
+// every window is closed. Each reopen replays exactly the open windows.
+func TestCompactionBoundsDisk(t *testing.T) {
+	const (
+		windows   = 30
+		perWindow = 160
+	)
+	dir := t.TempDir()
+	w := openT(t, dir, SegmentSize(tableSeg), CompactEvery(0))
+	pad := strings.Repeat("x", 80)
+	entries := map[int][]Entry{} // open windows' entries
+	var seq int64
+	var peak, history int64
+	for i := range windows {
+		for range perWindow / 8 {
+			var batch []Entry
+			for range 8 {
+				e := msg(int32(seq%3), seq, i)
+				e.Value = append(e.Value, pad...)
+				batch = append(batch, e)
+				seq++
+			}
+			appendT(t, w, batch...)
+			entries[i] = append(entries[i], batch...)
+			history += int64(len(batch) * 130)
+			size, err := dirSize(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			peak = max(peak, size)
+		}
+		if i >= 1 {
+			if err := w.GC(ctx, win(i-1).End, win(i-1)); err != nil {
+				t.Fatal(err)
+			}
+			delete(entries, i-1)
+		}
+		if i == windows/2 { // a restart midway replays the open window
+			closeT(t, w)
+			w = openT(t, dir, SegmentSize(tableSeg), CompactEvery(0))
+			rec := w.Recovered()
+			checkEntries(t, replayAll(t, w), entries[i])
+			if !rec.Compacted || rec.LastOffsets[int32((seq-1)%3)] != seq-1 || !rec.Watermark.Equal(win(i-1).End) {
+				t.Fatalf("recovered %+v after %d entries", rec, seq)
+			}
+		}
+	}
+	// Open windows hold at most two windows of ~21 KiB; compaction runs
+	// when the log passes twice what it kept, so the peak stays within a
+	// few open windows' worth while the history is ~30 of them.
+	openBytes := int64(2 * perWindow * 130)
+	t.Logf("history %d KiB, peak disk use %d KiB, open windows %d KiB, %d compactions", history>>10, peak>>10, openBytes>>10, w.Stats().Compactions)
+	if peak > 4*openBytes || history < 10*openBytes {
+		t.Fatalf("peak disk use %d bytes for %d bytes of open windows and %d of history", peak, openBytes, history)
+	}
+	if err := w.GC(ctx, win(windows-1).End, win(windows-1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := w.Stats()
+	closeT(t, w)
+	gens, _ := filepath.Glob(filepath.Join(dir, genPrefix+"*"))
+	if len(gens) != 1 {
+		t.Fatalf("generations left: %v", gens)
+	}
+	segs, _, err := listSegments(gens[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, _ := dirSize(dir)
+	if st.Segments != 1 || len(segs) != 1 || size > 200 {
+		t.Fatalf("after every window closed: %d segments (stats %d), %d bytes on disk", len(segs), st.Segments, size)
+	}
+	w = openT(t, dir, SegmentSize(tableSeg))
+	defer closeT(t, w)
+	if got := replayAll(t, w); len(got) != 0 {
+		t.Fatalf("replayed %d entries with every window closed", len(got))
+	}
+	rec := w.Recovered()
+	if rec.Compacted || len(rec.LastOffsets) != 3 || rec.LastOffsets[int32((seq-1)%3)] != seq-1 || !rec.Watermark.Equal(win(windows-1).End) {
+		t.Fatalf("recovered %+v, want the offsets and watermark of compacted entries", rec)
+	}
+}
+
+// TestGCWindows: sliding windows are dropped from an entry one by one,
+// session windows by id whatever their bounds; a reopen replays what is
+// open, with closed windows removed from each entry.
+func TestGCWindows(t *testing.T) {
+	dir := t.TempDir()
+	w := openT(t, dir)
+	a, b, c := win(0), win(1), win(2)
+	s1 := Window{Start: base, End: base.Add(time.Second), Session: 7}
+	s2 := Window{Start: base, End: base.Add(time.Second), Session: 8}
+	e := func(off int64, ws ...Window) Entry {
+		m := msg(0, off, 0)
+		m.Windows = ws
+		return m
+	}
+	appendT(t, w, e(1, a, b), e(2, b, c), e(3, a), e(4, s1), e(5, s2))
+	// Session 7 grew since; closing it by id drops its entry.
+	grown := Window{Start: base, End: base.Add(time.Minute), Session: 7}
+	if err := w.GC(ctx, base.Add(time.Hour), a, grown); err != nil {
+		t.Fatal(err)
+	}
+	closeT(t, w)
+	w = openT(t, dir)
+	want := []Entry{e(1, b), e(2, b, c), e(5, s2)}
+	checkEntries(t, replayAll(t, w), want)
+	if rec := w.Recovered(); !rec.Compacted || rec.Entries != 3 || rec.LastOffsets[0] != 5 {
+		t.Fatalf("recovered %+v", rec)
+	}
+	// Replay twice gives the same; after an Append it is refused.
+	checkEntries(t, replayAll(t, w), want)
+	appendT(t, w, e(6, c))
+	for _, err := range w.Replay() {
+		if err != ErrReplayAfterAppend {
+			t.Fatalf("Replay after Append: %v", err)
+		}
+	}
+	closeT(t, w)
+}
+
+// TestPeriodicCompaction: with CompactEvery, a closed window is compacted
+// away without an explicit Compact.
+func TestPeriodicCompaction(t *testing.T) {
+	dir := t.TempDir()
+	w := openT(t, dir, SegmentSize(tableSeg), CompactEvery(5*time.Millisecond))
+	defer closeT(t, w)
+	for i := range 200 {
+		appendT(t, w, msg(0, int64(i), 0))
+	}
+	appendT(t, w, msg(0, 200, 1))
+	if w.Stats().Segments < 3 {
+		t.Fatalf("%d segments before the GC", w.Stats().Segments)
+	}
+	if err := w.GC(ctx, win(0).End, win(0)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for w.Stats().Compactions == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no periodic compaction in 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if st := w.Stats(); st.Segments != 1 {
+		t.Fatalf("stats after compaction %+v", st)
+	}
+	des, _ := os.ReadDir(dir)
+	if len(des) != 1 || des[0].Name() != genName(2) {
+		t.Fatalf("directory holds %v, want only %s", des, genName(2))
+	}
+}
+
+// TestGroupCommit: the Appends waiting while the committer writes go into
+// one batch with one fsync; one Append of many entries is one batch too.
+func TestGroupCommit(t *testing.T) {
+	dir := t.TempDir()
+	w := openT(t, dir)
+	const appenders = 10
+	testHookGather = func(w *WAL) {
+		for len(w.reqs) < appenders-1 {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	defer func() { testHookGather = nil }()
+	errs := make(chan error, appenders)
+	for i := range appenders {
+		go func() {
+			var batch []Entry
+			for j := range 3 {
+				batch = append(batch, msg(int32(i), int64(j), 0))
+			}
+			errs <- w.Append(ctx, batch...)
+		}()
+	}
+	for range appenders {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	testHookGather = nil
+	if st := w.Stats(); st.Batches != 1 || st.Syncs != 1 || st.Entries != 3*appenders {
+		t.Fatalf("%d Appends of 3 entries: stats %+v, want 1 batch and 1 sync", appenders, st)
+	}
+	var big []Entry
+	for j := range 1000 {
+		big = append(big, msg(0, int64(100+j), 1))
+	}
+	appendT(t, w, big...)
+	if st := w.Stats(); st.Batches != 2 || st.Syncs != 2 || st.Entries != 3*appenders+1000 {
+		t.Fatalf("one Append of 1000 entries: stats %+v, want 2 batches and 2 syncs in all", st)
+	}
+	closeT(t, w)
+	w = openT(t, dir)
+	defer closeT(t, w)
+	got := replayAll(t, w)
+	if len(got) != 3*appenders+1000 {
+		t.Fatalf("replayed %d entries", len(got))
+	}
+	// Each Append's entries are consecutive and in order.
+	for i := 0; i < 3*appenders; i += 3 {
+		for j := range 3 {
+			if got[i+j].Offset != int64(j) || got[i+j].Partition != got[i].Partition {
+				t.Fatalf("entries %d..%d: %v", i, i+2, got[i:i+3])
+			}
+		}
+	}
+}
+
+func TestInvalidInput(t *testing.T) {
+	dir := t.TempDir()
+	for _, o := range []Option{SegmentSize(100), CompactEvery(-1), CompactAfter(-1), MaxBatchBytes(0), nil} {
+		if _, err := Open(dir, o); err == nil || !strings.HasPrefix(err.Error(), "wal: invalid argument") {
+			t.Errorf("Open with a bad option: %v", err)
+		}
+	}
+	w := openT(t, dir)
+	defer closeT(t, w)
+	noWindow := msg(0, 1, 0)
+	noWindow.Windows = nil
+	old := msg(0, 2, 0)
+	old.EventTime = time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, e := range []Entry{noWindow, old} {
+		if err := w.Append(ctx, e); err == nil || !strings.HasPrefix(err.Error(), "wal: invalid argument") {
+			t.Errorf("Append(%v): %v", e, err)
+		}
+	}
+	if err := w.GC(ctx, time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), win(0)); err == nil {
+		t.Error("GC with a watermark in the year 3000 succeeded")
+	}
+	if st := w.Stats(); st.Entries != 0 {
+		t.Fatalf("refused entries were written: %+v", st)
+	}
+}
+
+func TestClose(t *testing.T) {
+	w := openT(t, t.TempDir())
+	appendT(t, w, msg(0, 1, 0))
+	closeT(t, w)
+	closeT(t, w) // idempotent
+	if err := w.Append(ctx, msg(0, 2, 0)); err != ErrClosed {
+		t.Fatalf("Append after Close: %v", err)
+	}
+	if err := w.GC(ctx, base, win(0)); err != ErrClosed {
+		t.Fatalf("GC after Close: %v", err)
+	}
+	if err := w.Compact(ctx); err != ErrClosed {
+		t.Fatalf("Compact after Close: %v", err)
+	}
+	if w.Err() != nil {
+		t.Fatalf("Err after a clean Close: %v", w.Err())
+	}
+	select {
+	case <-w.Done():
+	default:
+		t.Fatal("Done not closed after Close")
+	}
+}

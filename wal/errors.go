@@ -1,0 +1,86 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+)
+
+// Sentinel errors, matched with errors.Is. Damage is a *CorruptError
+// (matching ErrCorrupt), an entry of another format version a
+// *VersionError (matching ErrVersion).
+var (
+	// ErrLocked is returned by Open when the directory is open in another
+	// WAL, in this process or another one.
+	ErrLocked = errors.New("wal: directory is locked by another open WAL")
+	// ErrClosed is returned by calls on a closed WAL.
+	ErrClosed = errors.New("wal: closed")
+	// ErrCorrupt is matched by every *CorruptError.
+	ErrCorrupt = errors.New("wal: corrupt log")
+	// ErrVersion is matched by every *VersionError.
+	ErrVersion = errors.New("wal: unsupported entry format version")
+	// ErrInvalid is returned for an entry, window or option the log cannot
+	// store or use; the message names what and why.
+	ErrInvalid = errors.New("wal: invalid argument")
+	// ErrReplayAfterAppend is returned by Replay once anything was appended:
+	// replay rebuilds state before the reduce resumes reading, and the
+	// periodic compaction that appends enable may rewrite the log under it.
+	ErrReplayAfterAppend = errors.New("wal: Replay after the first Append or GC")
+)
+
+// errDamaged is wrapped by the decoder's errors for bytes that are not a
+// valid entry; recovery turns it into a repair or a *CorruptError.
+var errDamaged = errors.New("damaged entry")
+
+// CorruptError reports damage a crash cannot have caused: a bad entry
+// followed by entries of a later, acknowledged write batch, a segment with
+// the wrong number of entries, a missing segment, a stray file the log would
+// act on. Nothing is repaired or dropped when Open returns it.
+type CorruptError struct {
+	File   string // the damaged segment file, or the directory
+	Index  uint64 // log index of the first damaged entry, 0 when not about an entry
+	Offset int64  // byte position in File, -1 when not known
+	Reason string
+}
+
+// Error names the file, the entry index and the byte position when known.
+func (e *CorruptError) Error() string {
+	s := "wal: corrupt " + e.File
+	if e.Index != 0 {
+		s += fmt.Sprintf(" at entry %d", e.Index)
+	}
+	if e.Offset >= 0 {
+		s += fmt.Sprintf(" (byte %d)", e.Offset)
+	}
+	return s + ": " + e.Reason
+}
+
+// Is makes errors.Is(err, ErrCorrupt) true.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// VersionError reports an intact entry (its crc matches) written in a
+// format version this package does not read: a newer runnel wrote the log.
+type VersionError struct {
+	File    string // the segment file
+	Index   uint64 // log index of the entry
+	Version byte   // the version found
+}
+
+// Error names the file, the entry and both versions.
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("wal: %s entry %d has format version %d, this runnel reads version %d", e.File, e.Index, e.Version, formatVersion)
+}
+
+// Is makes errors.Is(err, ErrVersion) true.
+func (e *VersionError) Is(target error) bool { return target == ErrVersion }
+
+func corrupt(file string, index uint64, off int64, format string, args ...any) *CorruptError {
+	return &CorruptError{File: file, Index: index, Offset: off, Reason: fmt.Sprintf(format, args...)}
+}
+
+// unsafeString returns b as a string without copying. Only for bytes that
+// are never written again: the log decodes from buffers it reads once.
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// errStopReplay ends a walk when the caller of Replay stops ranging.
+var errStopReplay = errors.New("replay stopped")

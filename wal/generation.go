@@ -1,0 +1,207 @@
+package wal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Directory layout (drawn in doc.go): the caller's directory holds one live
+// generation directory, gen-{n}; compaction builds gen-{n+1}.tmp and renames
+// it into place. Inside a generation, tidwall/wal's segment files (named by
+// the 20-digit index of their first entry) and the tail hint.
+const (
+	genPrefix = "gen-"
+	tmpSuffix = ".tmp"
+	hintFile  = "TAIL"
+	hintSize  = 12 // first index of the newest segment u64, crc32c u32
+	nameWidth = 20 // tidwall/wal's segment name: %020d
+)
+
+func genName(n uint64) string { return fmt.Sprintf("%s%020d", genPrefix, n) }
+
+// parseGen returns n for a gen-{n} name.
+func parseGen(name string) (uint64, bool) {
+	s, ok := strings.CutPrefix(name, genPrefix)
+	if !ok || len(s) != nameWidth {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil && n > 0
+}
+
+// liveGeneration finds the live generation in root (0 when there is none)
+// and removes what a crash can leave beside it: a generation being built
+// (gen-{n}.tmp) and the one a compaction switched from but had not yet
+// deleted. Other files are not the log's and are left alone.
+func liveGeneration(root string) (uint64, error) {
+	des, err := os.ReadDir(root)
+	if err != nil {
+		return 0, fmt.Errorf("wal: %w", err)
+	}
+	var gens []uint64
+	for _, de := range des {
+		name := de.Name()
+		if base, ok := strings.CutSuffix(name, tmpSuffix); ok {
+			if _, ok := parseGen(base); ok {
+				if err := os.RemoveAll(filepath.Join(root, name)); err != nil {
+					return 0, fmt.Errorf("wal: remove unfinished compaction: %w", err)
+				}
+			}
+			continue
+		}
+		if n, ok := parseGen(name); ok && de.IsDir() {
+			gens = append(gens, n)
+		}
+	}
+	if len(gens) == 0 {
+		return 0, nil
+	}
+	slices.Sort(gens)
+	live := gens[len(gens)-1]
+	for _, n := range gens[:len(gens)-1] {
+		if err := os.RemoveAll(filepath.Join(root, genName(n))); err != nil {
+			return 0, fmt.Errorf("wal: remove compacted generation: %w", err)
+		}
+	}
+	return live, nil
+}
+
+// segmentFile is one tidwall/wal segment of a generation.
+type segmentFile struct {
+	path  string
+	first uint64 // index of its first entry, from its name
+}
+
+// listSegments returns the generation's segments in index order and the
+// first index of the newest segment its tail hint names (0 without one). A
+// file named like a segment with a suffix (tidwall/wal's .START, .END and
+// .TEMP files, which its Open would act on; this package never makes them)
+// is refused; other files are ignored.
+func listSegments(dir string) ([]segmentFile, uint64, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, 0, fmt.Errorf("wal: %w", err)
+	}
+	var segs []segmentFile
+	var hint uint64
+	for _, de := range des {
+		name := de.Name()
+		path := filepath.Join(dir, name)
+		switch {
+		case name == hintFile:
+			if hint, err = readHint(path); err != nil {
+				return nil, 0, err
+			}
+		case name == hintFile+tmpSuffix:
+			os.Remove(path) // a hint write a crash interrupted
+		case len(name) >= nameWidth && isDigits(name[:nameWidth]):
+			first, err := strconv.ParseUint(name[:nameWidth], 10, 64)
+			if len(name) != nameWidth || err != nil || first == 0 || !de.Type().IsRegular() {
+				return nil, 0, corrupt(path, 0, -1, "stray file named like a segment (tidwall/wal would act on it); this log never writes one")
+			}
+			segs = append(segs, segmentFile{path: path, first: first})
+		}
+	}
+	// ReadDir sorts by name, and equal-width decimal names sort by index.
+	return segs, hint, nil
+}
+
+func isDigits(s string) bool {
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// writeHint records first as the newest segment of dir, atomically: a
+// segment that later goes missing is then found by Open instead of the log
+// silently ending at the segment before it.
+func writeHint(dir string, first uint64) error {
+	b := binary.LittleEndian.AppendUint64(nil, first)
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return writeFileAtomic(filepath.Join(dir, hintFile), b)
+}
+
+func readHint(path string) (uint64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("wal: %w", err)
+	}
+	if len(b) != hintSize || crc32.Checksum(b[:8], castagnoli) != binary.LittleEndian.Uint32(b[8:]) {
+		return 0, corrupt(path, 0, -1, "tail hint is not %d bytes with a matching crc32c", hintSize)
+	}
+	return binary.LittleEndian.Uint64(b), nil
+}
+
+// writeFileAtomic replaces path with b: write a temporary file, fsync it,
+// rename it over path, fsync the directory.
+func writeFileAtomic(path string, b []byte) error {
+	tmp := path + tmpSuffix
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		return fmt.Errorf("wal: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory, making the names created, renamed or removed
+// in it durable (tidwall/wal never does this for its segment files).
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// dirSize is the bytes of the regular files under dir.
+func dirSize(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			n += info.Size()
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	return n, err
+}

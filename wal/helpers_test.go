@@ -1,0 +1,88 @@
+package wal
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+var (
+	ctx  = context.Background()
+	base = time.Unix(1_700_000_000, 0)
+)
+
+// win returns the fixed window number i, 10s wide.
+func win(i int) Window {
+	s := base.Add(time.Duration(i) * 10 * time.Second)
+	return Window{Start: s, End: s.Add(10 * time.Second)}
+}
+
+// msg is entry seq of partition p in window i.
+func msg(p int32, seq int64, i int) Entry {
+	return Entry{
+		Partition: p,
+		Offset:    seq,
+		EventTime: win(i).Start.Add(time.Duration(seq) * time.Millisecond),
+		Keys:      []string{fmt.Sprintf("k%d", seq%3)},
+		Windows:   []Window{win(i)},
+		Value:     fmt.Appendf(nil, "value-%d-%d", p, seq),
+	}
+}
+
+func openT(t testing.TB, dir string, opts ...Option) *WAL {
+	t.Helper()
+	w, err := Open(dir, opts...)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return w
+}
+
+func closeT(t testing.TB, w *WAL) {
+	t.Helper()
+	if err := w.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+func appendT(t testing.TB, w *WAL, es ...Entry) {
+	t.Helper()
+	if err := w.Append(ctx, es...); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+}
+
+func replayAll(t testing.TB, w *WAL) []Entry {
+	t.Helper()
+	var out []Entry
+	for e, err := range w.Replay() {
+		if err != nil {
+			t.Fatalf("Replay: %v", err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// sameEntry compares entries by value (times with Equal).
+func sameEntry(a, b Entry) bool {
+	return a.Partition == b.Partition && a.Offset == b.Offset && a.EventTime.Equal(b.EventTime) &&
+		slices.Equal(a.Keys, b.Keys) && string(a.Value) == string(b.Value) &&
+		slices.EqualFunc(a.Windows, b.Windows, func(x, y Window) bool {
+			return x.Start.Equal(y.Start) && x.End.Equal(y.End) && x.Session == y.Session
+		})
+}
+
+func checkEntries(t testing.TB, got, want []Entry) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d entries, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if !sameEntry(got[i], want[i]) {
+			t.Fatalf("entry %d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}

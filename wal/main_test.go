@@ -1,0 +1,17 @@
+package wal
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain runs a child process's part when the binary was re-executed for
+// a multi-process test, else the tests, checking that every WAL's committer
+// goroutine was stopped.
+func TestMain(m *testing.M) {
+	if runChild() {
+		return
+	}
+	goleak.VerifyTestMain(m)
+}

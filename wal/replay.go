@@ -1,0 +1,72 @@
+package wal
+
+import (
+	"iter"
+)
+
+// replaySnapshot is what Replay reads, fixed by Open.
+type replaySnapshot struct {
+	dir     string
+	limit   uint64               // last index at Open
+	closed  map[windowKey]Window // windows GC'd but not compacted away
+	entries int                  // message entries (of open windows after Open's compaction)
+}
+
+// Replay yields every entry of an open window in append order, as Open
+// found them, for the reduce to rebuild its windows (session merges
+// included) before it resumes reading; Recovered says what else to know.
+// Windows closed by a GC event are left out of each entry's Windows, and
+// an entry with no open window is skipped.
+//
+// Entries alias the segment buffers they were decoded from (see Entry).
+// A damaged entry (which can only appear after Open checked the log, e.g.
+// from the disk) ends the sequence with a *CorruptError. Replay must run
+// before the first Append or GC; after it, it yields ErrReplayAfterAppend.
+func (w *WAL) Replay() iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		if w.appended.Load() {
+			yield(Entry{}, ErrReplayAfterAppend)
+			return
+		}
+		w.replayMu.RLock()
+		defer w.replayMu.RUnlock()
+		s := &w.replay
+		segs, _, err := listSegments(s.dir)
+		if err != nil {
+			yield(Entry{}, err)
+			return
+		}
+		var d decoder
+		stopped := false
+		var kept []Window
+		_, err = walk(s.dir, segs, 0, s.limit, false, func(r ref) error {
+			if r.h.kind != kindMessage {
+				return nil
+			}
+			rec, err := d.decode(r.e)
+			if err != nil {
+				return corrupt(r.file, r.index, r.off, "%v", err)
+			}
+			if len(s.closed) > 0 {
+				kept = nil
+				for _, win := range rec.msg.Windows {
+					if _, gone := s.closed[win.key()]; !gone {
+						kept = append(kept, win)
+					}
+				}
+				if len(kept) == 0 {
+					return nil
+				}
+				rec.msg.Windows = kept
+			}
+			if !yield(rec.msg, nil) {
+				stopped = true
+				return errStopReplay
+			}
+			return nil
+		})
+		if err != nil && !stopped {
+			yield(Entry{}, err)
+		}
+	}
+}

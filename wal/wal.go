@@ -1,0 +1,339 @@
+package wal
+
+import (
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	tidwall "github.com/tidwall/wal"
+)
+
+// WAL is the write-ahead log of one reduce replica and its partition set.
+// Open it, Replay it, then Append and GC from any number of goroutines;
+// Close it last. Its methods are safe for concurrent use.
+type WAL struct {
+	root string
+	cfg  config
+	lock *os.File // flock on root while open
+
+	// What Open found; immutable after Open.
+	recovered Recovered
+	replay    replaySnapshot
+
+	// The group commit: appenders hand requests to the committer goroutine,
+	// which owns the log state below (see commit.go).
+	reqs     chan *request
+	compacts chan chan error
+	stop     chan struct{} // closed by Close: no new requests
+	done     chan struct{} // closed when the committer has exited
+	appended atomic.Bool   // a request reached the committer
+
+	// replayMu keeps compaction from removing the generation a Replay reads:
+	// Replay holds it shared, compaction tries it exclusively (and skips a
+	// periodic compaction rather than wait, so an Append from inside a
+	// Replay loop cannot deadlock).
+	replayMu sync.RWMutex
+
+	// Owned by the committer goroutine (by Open before it starts).
+	gen      uint64
+	log      *tidwall.Log
+	batch    tidwall.Batch
+	last     uint64               // index of the last entry
+	batchID  uint64               // id of the last write batch
+	tail     int64                // bytes of the last segment, mirroring tidwall/wal's rollover
+	closed   map[windowKey]Window // windows GC'd in this generation
+	cp       checkpoint           // running watermark and offsets
+	genBytes int64                // bytes of the generation's frames
+	keptSize int64                // genBytes right after the last compaction
+
+	stats struct {
+		batches, entries, syncs, compactions atomic.Int64
+		logBytes                             atomic.Int64
+		segments                             atomic.Int64
+	}
+
+	failMu  sync.Mutex
+	failErr error // why the committer stopped, if not Close
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// requestQueue is how many requests wait for the committer while it writes,
+// before appenders block in the channel send.
+const requestQueue = 256
+
+// Recovered is what Open found in the log, for the reduce to resume from.
+type Recovered struct {
+	// Entries is the number of entries of open windows that Replay yields.
+	Entries int
+	// LastOffsets holds, per ISB partition, the highest offset ever
+	// appended, also of entries compacted away with their closed windows.
+	// The ISB redelivers from its committed offset, which lags what the
+	// reduce appended: a redelivered message at or below LastOffsets of its
+	// partition is already in a replayed window or in an emitted one and
+	// must be skipped. This relies on each partition's entries being
+	// appended in offset order, as a reader reads them.
+	LastOffsets map[int32]int64
+	// Watermark is the highest watermark a GC event carried: every window
+	// the reduce closed at or below it was emitted, so data for such a
+	// window is late and must not open it again.
+	Watermark time.Time
+	// Closed lists the windows GC'd since the last compaction whose entries
+	// are still on disk (empty after Open's own compaction). Replay skips
+	// their entries already.
+	Closed []Window
+	// Repaired describes the torn tail Open cut, nil when there was none.
+	Repaired *Repair
+	// Compacted reports that Open rewrote the log without closed windows.
+	Compacted bool
+}
+
+// Repair describes a torn tail that Open cut off the last segment.
+type Repair struct {
+	File    string // the segment file
+	Index   uint64 // log index of the first entry cut
+	Offset  int64  // byte position the file was cut at
+	Bytes   int64  // bytes cut
+	Dropped int    // intact entries of the unacknowledged torn batch cut with it
+	Reason  string // what was wrong at Offset
+}
+
+// Stats are counters of an open WAL.
+type Stats struct {
+	Batches     int64 // write batches (each one write and one fsync)
+	Entries     int64 // entries appended (messages and GC events)
+	Syncs       int64 // fsyncs of segment data by appends
+	Compactions int64 // compactions done, Open's included
+	LogBytes    int64 // bytes of the live generation's entries
+	Segments    int64 // segment files of the live generation
+}
+
+// Open opens the WAL in dir, creating dir and an empty log when there is
+// none. It takes an exclusive lock on dir (ErrLocked if another WAL holds
+// it), cuts a torn tail, refuses other damage with a *CorruptError or
+// *VersionError without changing anything, and compacts away windows closed
+// before the crash or Close. Call Replay next.
+func Open(dir string, opts ...Option) (*WAL, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	w := &WAL{
+		root: dir, cfg: cfg, lock: lock,
+		reqs: make(chan *request, requestQueue), compacts: make(chan chan error),
+		stop: make(chan struct{}), done: make(chan struct{}),
+		closed: map[windowKey]Window{},
+	}
+	if err := w.recover(); err != nil {
+		if w.log != nil {
+			w.log.Close()
+		}
+		lock.Close()
+		return nil, err
+	}
+	go w.run()
+	return w, nil
+}
+
+func (w *WAL) genDir() string { return filepath.Join(w.root, genName(w.gen)) }
+
+// recover finds the live generation (making the first one in a new
+// directory), checks and repairs it, opens tidwall/wal on it and compacts.
+func (w *WAL) recover() error {
+	gen, err := liveGeneration(w.root)
+	if err != nil {
+		return err
+	}
+	if gen == 0 {
+		if _, err := w.build(1, &checkpoint{offsets: map[int32]int64{}}, 0, nil); err != nil {
+			return err
+		}
+		gen = 1
+	}
+	w.gen = gen
+	dir := w.genDir()
+	segs, hint, err := listSegments(dir)
+	if err != nil {
+		return err
+	}
+	found, err := walk(dir, segs, hint, 0, true, w.load)
+	if err != nil {
+		return err
+	}
+	if found.next == 1 {
+		return corrupt(dir, 1, -1, "the generation has no checkpoint entry")
+	}
+	if t := found.tear; t != nil {
+		if err := cutTail(t); err != nil {
+			return err
+		}
+		w.recovered.Repaired = &Repair{File: t.file, Index: t.index, Offset: t.offset, Bytes: t.size, Dropped: t.dropped, Reason: t.reason}
+	}
+	w.last, w.tail, w.genBytes = found.next-1, found.tailSize, found.bytes
+	w.keptSize = w.genBytes
+	if err := w.openLog(); err != nil {
+		return err
+	}
+	if len(w.closed) > 0 {
+		if err := w.compact(); err != nil {
+			return err
+		}
+		w.recovered.Compacted = true
+	}
+	w.recovered.LastOffsets = maps.Clone(w.cp.offsets)
+	w.recovered.Watermark = w.cp.watermark
+	w.recovered.Closed = slices.Collect(maps.Values(w.closed))
+	w.recovered.Entries = w.replay.entries
+	w.replay.dir, w.replay.limit = w.genDir(), w.last
+	w.replay.closed = maps.Clone(w.closed)
+	return nil
+}
+
+// load takes in one entry found by Open's walk.
+func (w *WAL) load(r ref) error {
+	if (r.index == 1) != (r.h.kind == kindCheckpoint) {
+		return corrupt(r.file, r.index, r.off, "entry of kind %d: a generation starts with its checkpoint entry and has only that one", r.h.kind)
+	}
+	w.batchID = max(w.batchID, r.h.batch)
+	switch r.h.kind {
+	case kindMessage:
+		if len(r.e) < headerSize+12 {
+			return corrupt(r.file, r.index, r.off, "message entry of %d bytes", len(r.e))
+		}
+		w.cp.note(int32(binary.LittleEndian.Uint32(r.e[headerSize:])), int64(binary.LittleEndian.Uint64(r.e[headerSize+4:])))
+		w.replay.entries++
+	default:
+		var d decoder
+		rec, err := d.decode(r.e)
+		if err != nil {
+			return corrupt(r.file, r.index, r.off, "%v", err)
+		}
+		if rec.kind == kindCheckpoint {
+			w.cp = rec.cp
+			break
+		}
+		w.closeWindows(&rec.gc)
+	}
+	return nil
+}
+
+// note records that partition's offset was appended.
+func (c *checkpoint) note(partition int32, offset int64) {
+	if old, ok := c.offsets[partition]; !ok || offset > old {
+		c.offsets[partition] = offset
+	}
+}
+
+// closeWindows applies a durable GC event.
+func (w *WAL) closeWindows(g *gcEvent) {
+	for _, win := range g.windows {
+		w.closed[win.key()] = win
+	}
+	if g.watermark.After(w.cp.watermark) {
+		w.cp.watermark = g.watermark
+	}
+}
+
+// cutTail truncates the torn tail off its segment and makes the cut durable.
+func cutTail(t *tear) error {
+	f, err := os.OpenFile(t.file, os.O_WRONLY, 0)
+	if err == nil {
+		err = f.Truncate(t.offset)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("wal: cut torn tail of %s at byte %d: %w", t.file, t.offset, err)
+	}
+	return nil
+}
+
+// openLog opens tidwall/wal on the live generation, which walk checked (and
+// repaired), so tidwall/wal's own check of the last segment passes.
+func (w *WAL) openLog() error {
+	l, err := tidwall.Open(w.genDir(), &tidwall.Options{SegmentSize: w.cfg.segmentSize, DirPerms: 0o755, FilePerms: 0o644})
+	if err != nil {
+		return fmt.Errorf("wal: tidwall/wal open %s: %w", w.genDir(), err)
+	}
+	if last, err := l.LastIndex(); err != nil || last != w.last {
+		l.Close()
+		return fmt.Errorf("wal: tidwall/wal opened %s with last index %d (%v), the walk found %d", w.genDir(), last, err, w.last)
+	}
+	w.log = l
+	w.stats.logBytes.Store(w.genBytes)
+	segs, _, err := listSegments(w.genDir())
+	if err != nil {
+		return err
+	}
+	w.stats.segments.Store(int64(len(segs)))
+	return nil
+}
+
+// Recovered returns what Open found: the same value on every call.
+func (w *WAL) Recovered() Recovered { return w.recovered }
+
+// Stats returns the WAL's counters.
+func (w *WAL) Stats() Stats {
+	return Stats{
+		Batches:     w.stats.batches.Load(),
+		Entries:     w.stats.entries.Load(),
+		Syncs:       w.stats.syncs.Load(),
+		Compactions: w.stats.compactions.Load(),
+		LogBytes:    w.stats.logBytes.Load(),
+		Segments:    w.stats.segments.Load(),
+	}
+}
+
+// Done is closed when the WAL stops accepting appends: after Close, or
+// when a write failed (Err says why).
+func (w *WAL) Done() <-chan struct{} { return w.done }
+
+// Err returns the write error that stopped the WAL, nil while it runs and
+// after a Close that was not preceded by a failure.
+func (w *WAL) Err() error {
+	w.failMu.Lock()
+	defer w.failMu.Unlock()
+	return w.failErr
+}
+
+// Close stops the WAL; it is idempotent. Appends waiting for the group
+// commit get ErrClosed or, if their batch was being written, its result.
+func (w *WAL) Close() error {
+	w.closeOnce.Do(func() {
+		// Stop taking requests; the committer finishes the batch it is
+		// writing and exits.
+		close(w.stop)
+		<-w.done
+		// Close tidwall/wal, which fsyncs the tail segment once more.
+		if err := w.log.Close(); err != nil && w.Err() == nil {
+			w.closeErr = fmt.Errorf("wal: close: %w", err)
+		}
+		// Release the lock last: another Open may start right after.
+		if err := w.lock.Close(); err != nil && w.closeErr == nil {
+			w.closeErr = fmt.Errorf("wal: unlock: %w", err)
+		}
+	})
+	return w.closeErr
+}
+
+func sortedPartitions(m map[int32]int64) []int32 {
+	return slices.Sorted(maps.Keys(m))
+}
