@@ -27,8 +27,27 @@ func validBucket(name string) error { return validName("bucket", name, "-_") }
 // separates the parts of a key.
 func validProcessor(name string) error { return validName("processor", name, "-_=/") }
 
-// validKey accepts JetStream KV key characters.
-func validKey(key string) error { return validName("key", key, "-_=/.") }
+// validKey accepts JetStream KV keys: its characters, and '.' only between
+// two other characters ('.' separates subject tokens, which cannot be empty).
+func validKey(key string) error {
+	if err := validName("key", key, "-_=/."); err != nil {
+		return err
+	}
+	if key[0] == '.' || key[len(key)-1] == '.' || strings.Contains(key, "..") {
+		return fmt.Errorf("%w: key %q: '.' at the start, at the end or twice in a row",
+			ErrInvalidName, key)
+	}
+	return nil
+}
+
+// CheckBucket returns an error matching ErrInvalidName when a [Store] cannot
+// hold bucket. Every Store checks names with it (and [CheckKey]), so a name
+// that works in memory also works distributed.
+func CheckBucket(bucket string) error { return validBucket(bucket) }
+
+// CheckKey returns an error matching ErrInvalidName when a [Store] cannot
+// hold bucket or key.
+func CheckKey(bucket, key string) error { return checkBucketKey(bucket, key) }
 
 // validName checks that name, a kind ("bucket", "processor", "key"), is not
 // empty and holds only ASCII letters, digits and the runes of extra.

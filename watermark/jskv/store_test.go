@@ -1,0 +1,22 @@
+package jskv_test
+
+import (
+	"testing"
+
+	"github.com/runnel-dev/runnel/watermark"
+	"github.com/runnel-dev/runnel/watermark/jskv"
+	"github.com/runnel-dev/runnel/watermark/storetest"
+)
+
+// TestStoreContract runs the Store contract suite, the one MemStore runs,
+// each subtest on a fresh server.
+func TestStoreContract(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) watermark.Store {
+		_, js := startServer(t).connect()
+		s, err := jskv.New(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
