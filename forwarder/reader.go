@@ -42,8 +42,8 @@ type reader[T any] struct {
 	max       int
 	counters  *Counters
 	fetch     WatermarkFetcher
-	endFetch  EndFetcher  // fetch, when it learns of ended partitions
-	ends      *InputEnds  // owned by the reader goroutine; nil: the input never ends
+	endFetch  EndFetcher   // fetch, when it learns of ended partitions
+	ends      *InputEnds   // owned by the reader goroutine; nil: the input never ends
 	headWM    atomic.Int64 // newest watermark read, unix ns (0: none)
 	delivered []atomic.Int64
 	pool      sync.Pool // of *batchBuf[T]
