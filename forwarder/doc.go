@@ -20,8 +20,17 @@
 // partition with nothing in flight also interrupts a wait in progress by
 // cancelling its context, which the isb contract makes harmless (a
 // cancelled Pull delivers nothing), so a drained partition is committed at
-// once and an upstream waiting for capacity, or the pipeline's drain, never
-// waits for an idle reader.
+// once and an upstream waiting for capacity never waits for an idle reader.
+//
+// A replica ends by itself when its input has ended: every processor
+// writing to the partitions it reads has written its end-of-stream message
+// there, and everything read is acked. It then ends its own output the same
+// way (see eos.go). The decision rests on messages in the buffers only, so
+// it holds when the vertices run in different processes.
+//
+// User code never takes the process down: a panic in a map function, a
+// source or a sink is recovered into a *vertex.PanicError, an error of the
+// message (or batch) like any other, to which the retry policy applies.
 //
 // Watermarks, and work-in-progress marking for storage with ack deadlines,
 // plug in through the small interfaces of hooks.go; nil hooks cost nothing.

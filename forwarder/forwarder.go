@@ -27,19 +27,23 @@ type Config struct {
 	// pipeline stops at once (the replica also returns it when it ends).
 	// Optional.
 	Fail func(error)
-	// OnCommit is called after the reader committed progress (the
-	// pipeline's drain check watches it). Optional.
-	OnCommit func()
 }
 
-// Input is a replica's input buffer: its consumer and the buffer's
-// partition count. The consumer must use isb.ManualCommit (an auto commit
-// on the next Pull would commit messages not yet acked) and a batch size of
-// at most Options.BatchSize (the reader holds one permit per message, and
-// acquires BatchSize permits per Pull).
+// Input is a replica's input buffer: its consumer, the buffer's partition
+// count, and how many processors write to each partition. The consumer must
+// use isb.ManualCommit (an auto commit on the next Pull would commit
+// messages not yet acked) and a batch size of at most Options.BatchSize (the
+// reader holds one permit per message, and acquires BatchSize permits per
+// Pull).
 type Input[T any] struct {
 	Consumer   *isb.PullConsumer[vertex.Message[T]]
 	Partitions int
+	// Writers is the number of processors that write to each partition:
+	// the replicas of every vertex feeding the buffer. Each ends its output
+	// with an end-of-stream message per partition, and the replica ends once
+	// it has read all of them on every partition it reads (see eos.go).
+	// Zero: the input never ends by itself; the replica runs until stop.
+	Writers int
 }
 
 // handler processes one chunk of messages; on nil every message of the
@@ -56,18 +60,20 @@ const (
 )
 
 // runReplica runs one replica of a map or sink vertex: the reader, the
-// workers and the WIP loop, until stop ends (after the pipeline made sure
-// the buffer is drained) or hard ends (the pipeline is failing). stop must
-// be derived from hard. It returns after every goroutine it started has
-// ended and every message is acked or nacked.
+// workers and the WIP loop, until its input has ended (end of stream from
+// every writer on every partition it reads, and everything read acked:
+// then it ends its own output, see eos.go), stop ends (it stops without
+// ending its output, to be resumed later), or hard ends (the pipeline is
+// failing). stop must be derived from hard. It returns after every
+// goroutine it started has ended and every message is acked or nacked.
 //
 // out, when not nil, returns the replica's writer once the handlers are
 // made; its idle loop runs when the publisher hook is an IdlePublisher.
-func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode chunking, out func() idler, newHandler func(r *reader[T]) handler[T]) error {
+func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode chunking, out func() output, newHandler func(r *reader[T]) handler[T]) error {
 	o := cfg.Options
 	// User functions and sinks learn which replica calls them.
 	hard = vertex.WithReplica(hard, vertex.Replica{Vertex: cfg.Vertex, Index: cfg.Replica})
-	r := newReader(in.Consumer, in.Partitions, o.BatchSize, o.MaxInFlight, cfg.Counters, cfg.Hooks.Fetcher, cfg.OnCommit)
+	r := newReader(in.Consumer, in.Partitions, in.Writers, o.BatchSize, o.MaxInFlight, cfg.Counters, cfg.Hooks.Fetcher)
 	workers := o.Concurrency
 	chans := make([]chan []inflight[T], 1)
 	if mode == chunkByKey {
@@ -181,6 +187,8 @@ func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode
 	}
 	wg.Wait()
 	derr := r.drain()
+	// The idle loops stop before the end of stream is written: no idle
+	// control message follows it.
 	stopWIP()
 	wipWG.Wait()
 	if err != nil {
@@ -192,12 +200,20 @@ func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode
 	if derr != nil && !errors.Is(derr, isb.ErrClosed) {
 		return asProcessError(cfg, derr)
 	}
+	if r.ended() && out != nil && hard.Err() == nil {
+		// Everything read is acked, so everything written is written.
+		if err := out().WriteEnd(hard, cfg.Processor(), r.ends.Kind()); err != nil && hard.Err() == nil {
+			return asProcessError(cfg, err)
+		}
+	}
 	return nil
 }
 
-// idler is a Writer of any element type, as runReplica runs its idle loop.
-type idler interface {
+// output is a Writer of any element type, as runReplica runs its idle loop
+// and ends its output.
+type output interface {
 	idleLoop(ctx context.Context, idle IdlePublisher, every time.Duration, fail func(error))
+	WriteEnd(ctx context.Context, processor string, kind EndKind) error
 }
 
 // failWith returns the function that fails the pipeline with an error of

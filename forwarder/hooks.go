@@ -74,6 +74,35 @@ type IdlePublisher interface {
 	Idle(ctx context.Context, wm time.Time, write ControlWriter) error
 }
 
+// EndPublisher is implemented by a WatermarkPublisher that publishes the
+// final WMB of a partition a processor ended (the pipeline's does, through
+// watermark.Publisher.PublishEnd): watermark.Max at the offset of its
+// end-of-stream message, so that a processor that ends while others go on
+// no longer holds its readers' watermark.
+type EndPublisher interface {
+	// PublishEnd is called once per partition of the edge to vertex to,
+	// after the end-of-stream message was written there at offset.
+	PublishEnd(to string, partition int, offset int64)
+}
+
+// EndFetcher is implemented by a WatermarkFetcher that learns which input
+// partitions ended (watermark.Fetcher does): the reader tells it when every
+// processor writing to a partition ended Final there, and the partition's
+// watermark is watermark.Max from then on.
+type EndFetcher interface {
+	// EndPartition returns the vertex watermark once partition ended.
+	EndPartition(partition int) time.Time
+}
+
+// EndSource is implemented by a SourceWatermarker whose source partitions
+// can end (watermark.Source does): the source forwarder calls End when its
+// source is exhausted, and the partition's watermark is watermark.Max.
+type EndSource interface {
+	// End records that partition (the replica index) is exhausted and
+	// returns its watermark.
+	End(partition int) time.Time
+}
+
 // WIPMarker tells storage with ack deadlines (JetStream) that in-flight
 // messages are still being processed, so it does not redeliver them.
 type WIPMarker interface {
@@ -107,6 +136,7 @@ func (h Hooks) idleInterval() time.Duration {
 	return DefaultIdleInterval
 }
 
-// ControlTag marks a control message in a buffer (such as the watermark
-// idle marker): readers ack and skip it, user functions never see it.
+// ControlTag marks a control message in a buffer (the watermark idle
+// marker, the end-of-stream message): readers ack and skip it (after noting
+// an end of stream), user functions never see it.
 const ControlTag = "runnel/control"

@@ -37,8 +37,9 @@ func FromValueFunc[In, Out any](fn func(context.Context, In) (Out, error)) Appen
 // Options.OrderByKey) and a chunk's inputs are acked once all their outputs
 // are written to edges. See runReplica for hard and stop.
 func RunMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn AppendFunc[In, Out]) error {
+	fn = guardAppend(fn)
 	var w *Writer[Out]
-	return runReplica(hard, stop, cfg, in, modeOf(cfg), func() idler { return w }, func(r *reader[In]) handler[In] {
+	return runReplica(hard, stop, cfg, in, modeOf(cfg), func() output { return w }, func(r *reader[In]) handler[In] {
 		if w == nil {
 			w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, r.watermark)
 		}
@@ -77,8 +78,9 @@ func RunMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], e
 // emits is written before emit returns; the input is acked when fn returns
 // nil. A retried call emits its outputs again.
 func RunMapStream[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn vertex.MapStreamFunc[In, Out]) error {
+	fn = guardStream(fn)
 	var w *Writer[Out]
-	return runReplica(hard, stop, cfg, in, modeOf(cfg), func() idler { return w }, func(r *reader[In]) handler[In] {
+	return runReplica(hard, stop, cfg, in, modeOf(cfg), func() output { return w }, func(r *reader[In]) handler[In] {
 		if w == nil {
 			w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, r.watermark)
 		}
@@ -115,8 +117,9 @@ func RunMapStream[In, Out any](hard, stop context.Context, cfg Config, in Input[
 // number of messages fails the replica with [vertex.ErrResultCount], even
 // after a retry and whatever the retry policy.
 func RunBatchMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn vertex.BatchMapFunc[In, Out]) error {
+	fn = guardBatch(fn)
 	var w *Writer[Out]
-	return runReplica(hard, stop, cfg, in, chunkWhole, func() idler { return w }, func(r *reader[In]) handler[In] {
+	return runReplica(hard, stop, cfg, in, chunkWhole, func() output { return w }, func(r *reader[In]) handler[In] {
 		if w == nil {
 			w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, r.watermark)
 		}

@@ -42,7 +42,8 @@ type reader[T any] struct {
 	max       int
 	counters  *Counters
 	fetch     WatermarkFetcher
-	onCommit  func()
+	endFetch  EndFetcher   // fetch, when it learns of ended partitions
+	ends      *InputEnds   // owned by the reader goroutine; nil: the input never ends
 	headWM    atomic.Int64 // newest watermark read, unix ns (0: none)
 	delivered []atomic.Int64
 	pool      sync.Pool // of *batchBuf[T]
@@ -55,12 +56,19 @@ type reader[T any] struct {
 	waitCancel context.CancelFunc // interrupts the reader's wait in progress
 }
 
-func newReader[T any](c *isb.PullConsumer[vertex.Message[T]], partitions, batch, maxInFlight int, counters *Counters, fetch WatermarkFetcher, onCommit func()) *reader[T] {
+// newReader returns the reader of c, whose buffer has partitions; with
+// writers > 0, it ends once every partition it reads has had an
+// end-of-stream message from that many processors (see InputEnds).
+func newReader[T any](c *isb.PullConsumer[vertex.Message[T]], partitions, writers, batch, maxInFlight int, counters *Counters, fetch WatermarkFetcher) *reader[T] {
 	r := &reader[T]{
 		c: c, tr: tracker.New[struct{}](partitions), sem: semaphore.NewWeighted(int64(maxInFlight)),
-		batch: batch, max: maxInFlight, counters: counters, fetch: fetch, onCommit: onCommit,
+		batch: batch, max: maxInFlight, counters: counters, fetch: fetch,
 		delivered: make([]atomic.Int64, partitions), committed: make([]int64, partitions),
 		dirty: make([]bool, partitions),
+	}
+	r.endFetch, _ = fetch.(EndFetcher)
+	if writers > 0 {
+		r.ends = NewInputEnds(c.Assigned(), writers)
 	}
 	for i := range r.committed {
 		r.committed[i] = -1 // unknown: the first commit of a partition is always sent
@@ -68,9 +76,10 @@ func newReader[T any](c *isb.PullConsumer[vertex.Message[T]], partitions, batch,
 	return r
 }
 
-// loop reads until stop ends, the consumer is closed or dispatch refuses a
-// batch (the pipeline is failing), handing each batch to dispatch, which
-// owns the batch's permits from then on.
+// loop reads until its input ended (an end-of-stream message from every
+// writer of every partition it reads), stop ends, the consumer is closed or
+// dispatch refuses a batch (the pipeline is failing), handing each batch to
+// dispatch, which owns the batch's permits from then on.
 func (r *reader[T]) loop(stop context.Context, dispatch func([]inflight[T]) bool) error {
 	held := 0
 	defer func() { r.release(held) }()
@@ -113,12 +122,19 @@ func (r *reader[T]) loop(stop context.Context, dispatch func([]inflight[T]) bool
 		if len(items) > 0 && !dispatch(items) {
 			return nil
 		}
+		if r.ended() {
+			return nil
+		}
 	}
 }
 
+// ended reports whether every partition the reader reads has ended.
+func (r *reader[T]) ended() bool { return r.ends != nil && r.ends.Done() }
+
 // take copies batch b out of the isb, fetches watermarks and tracks every
-// offset before anything processes it. Control messages are skipped: they
-// are never tracked, so the next commit passes them.
+// offset before anything processes it. Control messages are skipped (an
+// end of stream is noted first): they are never tracked, so the next commit
+// passes them.
 func (r *reader[T]) take(b isb.Batch[vertex.Message[T]]) []inflight[T] {
 	buf, _ := r.pool.Get().(*batchBuf[T])
 	if buf == nil || cap(buf.items) < len(b.Items) {
@@ -135,6 +151,9 @@ func (r *reader[T]) take(b isb.Batch[vertex.Message[T]]) []inflight[T] {
 		m := &b.Items[i]
 		off := b.Offset + int64(i)
 		if len(m.Tags) > 0 && m.HasTag(ControlTag) {
+			if r.ends != nil {
+				r.noteEnd(b.Partition, m)
+			}
 			continue
 		}
 		if !fetched {
@@ -161,6 +180,18 @@ func (r *reader[T]) take(b isb.Batch[vertex.Message[T]]) []inflight[T] {
 		r.markDirty(b.Partition, false) // the reader commits before it waits
 	}
 	return items
+}
+
+// noteEnd records m when it is an end-of-stream message; when it ends its
+// partition Final, the partition's watermark is watermark.Max from now on.
+func (r *reader[T]) noteEnd(partition int, m *vertex.Message[T]) {
+	proc, kind, ok := EndOf(m)
+	if !ok {
+		return
+	}
+	if ended, k := r.ends.Observe(partition, proc, kind); ended && k == Final && r.endFetch != nil {
+		r.raiseHead(r.endFetch.EndPartition(partition))
+	}
 }
 
 // beginWait returns the context of the next wait (for permits or for
@@ -216,7 +247,6 @@ func (r *reader[T]) commitDirty() error {
 	}
 	r.anyDirty = false
 	r.mu.Unlock()
-	moved := false
 	for _, p := range parts {
 		target := r.delivered[p].Load()
 		if lo, ok := r.tr.LowestOffset(p); ok {
@@ -229,10 +259,6 @@ func (r *reader[T]) commitDirty() error {
 			return err
 		}
 		r.committed[p] = target
-		moved = true
-	}
-	if moved && r.onCommit != nil {
-		r.onCommit()
 	}
 	return nil
 }
@@ -246,8 +272,8 @@ func (r *reader[T]) commitDirty() error {
 // in flight: before that, the commit could not pass the oldest message
 // still in flight anyway, and waking the reader for every chunk would cost
 // a context and a wake-up each. A drained partition must be committed at
-// once, or an upstream waiting for capacity, or the pipeline's drain, could
-// wait for a reader that waits for them.
+// once, or an upstream waiting for capacity could wait for a reader that
+// waits for it.
 func (r *reader[T]) ack(items []inflight[T]) {
 	if len(items) == 0 {
 		return

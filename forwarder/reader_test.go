@@ -40,7 +40,7 @@ func newFixture(t *testing.T, partitions, batch, maxInFlight int, items []msg, f
 		t.Fatal(err)
 	}
 	f := &fixture{t: t, topic: topic, got: make(chan []inflight[int], 1000)}
-	f.r = newReader(c, partitions, batch, maxInFlight, &Counters{}, fetch, nil)
+	f.r = newReader(c, partitions, 0, batch, maxInFlight, &Counters{}, fetch)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
 	f.wg.Go(func() {

@@ -14,6 +14,7 @@ import (
 // (which may be nil when neither can happen). A chunk is acked when every
 // message is delivered, dropped, or delivered to the fallback.
 func RunSink[T any](hard, stop context.Context, cfg Config, in Input[T], sink, fallback vertex.Sink[T]) error {
+	sink, fallback = guardSink(sink), guardSink(fallback)
 	return runReplica(hard, stop, cfg, in, modeOf(cfg), nil, func(*reader[T]) handler[T] {
 		var msgs, retry, fb []vertex.Message[T]
 		return func(ctx context.Context, chunk []inflight[T]) error {

@@ -19,6 +19,13 @@ import (
 // replica index; a read that returns no message and no error is an idle
 // read (see IdleSource), so a source that can go quiet should return an
 // empty batch now and then rather than block until data comes.
+//
+// When src is exhausted (io.EOF) the replica ends its output Final: an
+// end-of-stream message on every partition of every edge, its source
+// partition's watermark watermark.Max, published there (EndSource,
+// EndPublisher); when soft ends first, it ends its output Stopped, so the
+// vertices downstream drain and end without claiming a watermark. When hard
+// ends or the source fails, it writes nothing more.
 func RunSource[T any](soft, hard context.Context, cfg Config, src vertex.Source[T], edges []Edge[T]) error {
 	// The source learns which replica (source partition) reads.
 	id := vertex.Replica{Vertex: cfg.Vertex, Index: cfg.Replica}
@@ -30,6 +37,37 @@ func RunSource[T any](soft, hard context.Context, cfg Config, src vertex.Source[
 		}
 		return time.Time{}
 	})
+	stopIdle := func() {}
+	if ip, ok := cfg.Hooks.Publisher.(IdlePublisher); ok {
+		// Output partitions this replica stops writing to (the source went
+		// quiet, or round-robin skips them) get idle WMBs.
+		idleCtx, cancel := context.WithCancel(hard)
+		var idleWG sync.WaitGroup
+		idleWG.Go(func() { w.idleLoop(idleCtx, ip, cfg.Hooks.idleInterval(), failWith(cfg)) })
+		stopIdle = sync.OnceFunc(func() { cancel(); idleWG.Wait() })
+		defer stopIdle()
+	}
+	kind, err := readSource(soft, hard, cfg, src, w, &wm)
+	if err != nil || kind == 0 {
+		return err
+	}
+	// The idle loop stops first: no idle control message follows the end.
+	stopIdle()
+	if kind == Final {
+		if es, ok := cfg.Hooks.Source.(EndSource); ok {
+			raise(&wm, es.End(cfg.Replica))
+		}
+	}
+	if err := w.WriteEnd(hard, cfg.Processor(), kind); err != nil && hard.Err() == nil {
+		return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, Err: err}
+	}
+	return nil
+}
+
+// readSource is RunSource's loop: it reads, stamps, writes and acks until
+// src is exhausted (Final), soft ends (Stopped), hard ends (0, nil) or
+// something fails (the error).
+func readSource[T any](soft, hard context.Context, cfg Config, src vertex.Source[T], w *Writer[T], wm *atomic.Int64) (EndKind, error) {
 	buf := &WriteBuffer[T]{}
 	acker, _ := src.(vertex.Acker[T])
 	buffered, _ := src.(vertex.BufferedSource[T])
@@ -37,25 +75,22 @@ func RunSource[T any](soft, hard context.Context, cfg Config, src vertex.Source[
 	if buffered != nil {
 		readBuf = make([]vertex.Message[T], cfg.Options.BatchSize)
 	}
-	fail := func(err error) error {
-		return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, Err: err}
+	fail := func(err error) (EndKind, error) {
+		if hard.Err() != nil {
+			return 0, nil
+		}
+		return 0, &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, Err: err}
 	}
 	idleSrc, _ := cfg.Hooks.Source.(IdleSource)
-	if ip, ok := cfg.Hooks.Publisher.(IdlePublisher); ok {
-		// Output partitions this replica stops writing to (the source went
-		// quiet, or round-robin skips them) get idle WMBs.
-		idleCtx, stopIdle := context.WithCancel(hard)
-		var idleWG sync.WaitGroup
-		idleWG.Go(func() { w.idleLoop(idleCtx, ip, cfg.Hooks.idleInterval(), failWith(cfg)) })
-		defer idleWG.Wait()
-		defer stopIdle()
-	}
 	for {
+		if hard.Err() != nil {
+			return 0, nil
+		}
 		if soft.Err() != nil {
 			// A source that never blocks would not notice ctx by itself.
-			return nil
+			return Stopped, nil
 		}
-		msgs, err := read(soft, src, buffered, readBuf, cfg.Options.BatchSize)
+		msgs, err := guardedRead(soft, src, buffered, readBuf, cfg.Options.BatchSize)
 		// Messages that come with an error (io.EOF, ctx's error, a failure:
 		// ReadInto may return n > 0 with any of them, as io.Reader does) were
 		// taken from the source all the same: they are written and acked
@@ -63,22 +98,16 @@ func RunSource[T any](soft, hard context.Context, cfg Config, src vertex.Source[
 		if n := len(msgs); n > 0 {
 			cfg.Counters.read.Add(int64(n))
 			cfg.Counters.enter(n)
-			stamp(msgs, cfg, &wm)
+			stamp(msgs, cfg, wm)
 			if werr := w.Write(hard, msgs, buf); werr != nil {
 				cfg.Counters.inFlight.Add(-int64(n))
-				if hard.Err() != nil {
-					return nil
-				}
 				return fail(werr)
 			}
 			if acker != nil {
-				if aerr := acker.Ack(hard, msgs); aerr != nil {
+				if aerr := guardedAck(hard, acker, msgs); aerr != nil {
 					// Written but not acked to the source: neither acked
 					// nor in flight any more.
 					cfg.Counters.inFlight.Add(-int64(n))
-					if hard.Err() != nil {
-						return nil
-					}
 					return fail(aerr)
 				}
 			}
@@ -86,27 +115,21 @@ func RunSource[T any](soft, hard context.Context, cfg Config, src vertex.Source[
 			cfg.Counters.inFlight.Add(-int64(n))
 		}
 		if err != nil {
-			if errors.Is(err, io.EOF) || soft.Err() != nil {
-				return nil
+			switch {
+			case errors.Is(err, io.EOF):
+				return Final, nil
+			case soft.Err() != nil && hard.Err() == nil:
+				return Stopped, nil
 			}
 			return fail(err)
 		}
 		if len(msgs) == 0 && idleSrc != nil {
 			// A read that found nothing: an idle source partition advances.
 			if adv, ok := idleSrc.IdleAdvance(cfg.Replica); ok {
-				raise(&wm, adv)
+				raise(wm, adv)
 			}
 		}
 	}
-}
-
-// read reads the next batch, into buf when the source can.
-func read[T any](ctx context.Context, src vertex.Source[T], buffered vertex.BufferedSource[T], buf []vertex.Message[T], batch int) ([]vertex.Message[T], error) {
-	if buffered == nil {
-		return src.Read(ctx, batch)
-	}
-	n, err := buffered.ReadInto(ctx, buf)
-	return buf[:n], err
 }
 
 // stamp gives messages without an event time the current time and, with a

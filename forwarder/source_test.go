@@ -53,9 +53,13 @@ func TestRunSource(t *testing.T) {
 	if err := RunSource(context.Background(), context.Background(), cfg, vertex.Source[int](src), []Edge[int]{{To: "out", Topic: out}}); err != nil {
 		t.Fatal(err)
 	}
-	got := drain(t, out)[0]
+	got, end := splitEnd(t, drain(t, out)[0])
 	if len(got) != 3 {
 		t.Fatalf("wrote %d, want 3", len(got))
+	}
+	// The exhausted source ends its output Final, after its data.
+	if end != (endMsg{"src/0", Final}) {
+		t.Errorf("end of stream %+v, want src/0 final", end)
 	}
 	for _, m := range got {
 		if !m.Watermark.Equal(time.Unix(100, 0)) {
@@ -114,10 +118,11 @@ func TestRunSourceDeliversMessagesReturnedWithAnError(t *testing.T) {
 		err       error
 		cancelled bool // soft ends during the read
 		wantErr   error
+		wantEnd   EndKind // the end of stream written after the data
 	}{
-		{"failure", boom, false, boom},
-		{"eof", io.EOF, false, nil},
-		{"cancelled", context.Canceled, true, nil},
+		{"failure", boom, false, boom, 0},
+		{"eof", io.EOF, false, nil, Final},
+		{"cancelled", context.Canceled, true, nil, Stopped},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			src := &errSource{msgs: []msg{{ID: "a"}, {ID: "b"}}, err: c.err}
@@ -134,8 +139,12 @@ func TestRunSourceDeliversMessagesReturnedWithAnError(t *testing.T) {
 			if !errors.Is(err, c.wantErr) || (c.wantErr == nil && err != nil) {
 				t.Fatalf("RunSource = %v; want %v", err, c.wantErr)
 			}
-			if got := ids(drain(t, out)[0]); !slices.Equal(got, []string{"a", "b"}) {
+			data, end := splitEnd(t, drain(t, out)[0])
+			if got := ids(data); !slices.Equal(got, []string{"a", "b"}) {
 				t.Errorf("wrote %v; want [a b]", got)
+			}
+			if want := (endMsg{"src/0", c.wantEnd}); c.wantEnd != 0 && end != want || c.wantEnd == 0 && end != (endMsg{}) {
+				t.Errorf("end of stream %+v; want %v", end, c.wantEnd)
 			}
 			if s := cnt.Snapshot(); s.Read != 2 || s.Written != 2 || s.Acked != 2 || s.InFlight != 0 {
 				t.Errorf("counters %+v", s)

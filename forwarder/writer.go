@@ -252,10 +252,17 @@ func (w *Writer[T]) WriteControl(ctx context.Context, to string, partition int) 
 		if partition < 0 || partition >= e.parts {
 			return -1, fmt.Errorf("%w: partition %d of the edge to %q (it has %d)", ErrNoSuchEdge, partition, to, e.parts)
 		}
-		one := [1]vertex.Message[T]{{Tags: controlTags}}
-		return e.prod.ProduceTo(ctx, partition, one[:])
+		return w.control(ctx, e, partition, vertex.Message[T]{Tags: controlTags})
 	}
 	return -1, fmt.Errorf("%w: no edge to %q", ErrNoSuchEdge, to)
+}
+
+// control appends the control message m to partition of e, waiting for
+// room whatever e.Full says (a control message is never discarded), and
+// returns its offset.
+func (w *Writer[T]) control(ctx context.Context, e *edgeWriter[T], partition int, m vertex.Message[T]) (int64, error) {
+	one := [1]vertex.Message[T]{m}
+	return e.prod.ProduceTo(ctx, partition, one[:])
 }
 
 // controlTags are the tags of every control message (shared: never

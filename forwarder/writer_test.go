@@ -241,3 +241,27 @@ func TestWriterRefusesControlTag(t *testing.T) {
 		t.Errorf("written %d; want 0", s.Written)
 	}
 }
+
+// endMsg is an end-of-stream message as a reader sees it.
+type endMsg struct {
+	processor string
+	kind      EndKind
+}
+
+// splitEnd returns the data messages of one partition and its end of
+// stream (zero when none); the end must be the last message and alone.
+func splitEnd(t *testing.T, ms []msg) (data []msg, end endMsg) {
+	t.Helper()
+	for i := range ms {
+		proc, kind, ok := EndOf(&ms[i])
+		if !ok {
+			data = append(data, ms[i])
+			continue
+		}
+		if i != len(ms)-1 {
+			t.Errorf("end of stream of %s at position %d of %d: not the last message", proc, i, len(ms))
+		}
+		end = endMsg{proc, kind}
+	}
+	return data, end
+}

@@ -52,7 +52,7 @@ func FlatMap[In, Out any](p *Pipeline, name string, in Stream[In], fn vertex.Map
 func addMap[In, Out any](p *Pipeline, name string, in Stream[In], fn forwarder.AppendFunc[In, Out], opts []vertex.Option) Stream[Out] {
 	n := addReader[In](p, name, kindMap, in, opts, fn == nil)
 	n.run = func(rt *runtime, n *node, r int) error {
-		return forwarder.RunMap(rt.hard, n.stop, rt.replicaConfig(n, r), inputOf[In](n, r), edgesFor[Out](n), fn)
+		return forwarder.RunMap(rt.hard, rt.hard, rt.replicaConfig(n, r), readerInput[In](n, r), edgesFor[Out](n), fn)
 	}
 	return streamOf[Out](p, n)
 }
@@ -61,7 +61,7 @@ func addMap[In, Out any](p *Pipeline, name string, in Stream[In], fn forwarder.A
 func MapStream[In, Out any](p *Pipeline, name string, in Stream[In], fn vertex.MapStreamFunc[In, Out], opts ...vertex.Option) Stream[Out] {
 	n := addReader[In](p, name, kindMap, in, opts, fn == nil)
 	n.run = func(rt *runtime, n *node, r int) error {
-		return forwarder.RunMapStream(rt.hard, n.stop, rt.replicaConfig(n, r), inputOf[In](n, r), edgesFor[Out](n), fn)
+		return forwarder.RunMapStream(rt.hard, rt.hard, rt.replicaConfig(n, r), readerInput[In](n, r), edgesFor[Out](n), fn)
 	}
 	return streamOf[Out](p, n)
 }
@@ -70,7 +70,7 @@ func MapStream[In, Out any](p *Pipeline, name string, in Stream[In], fn vertex.M
 func BatchMap[In, Out any](p *Pipeline, name string, in Stream[In], fn vertex.BatchMapFunc[In, Out], opts ...vertex.Option) Stream[Out] {
 	n := addReader[In](p, name, kindMap, in, opts, fn == nil)
 	n.run = func(rt *runtime, n *node, r int) error {
-		return forwarder.RunBatchMap(rt.hard, n.stop, rt.replicaConfig(n, r), inputOf[In](n, r), edgesFor[Out](n), fn)
+		return forwarder.RunBatchMap(rt.hard, rt.hard, rt.replicaConfig(n, r), readerInput[In](n, r), edgesFor[Out](n), fn)
 	}
 	return streamOf[Out](p, n)
 }
@@ -105,7 +105,7 @@ func addSink[T any](p *Pipeline, name string, in Stream[T], sink, fallback verte
 		return validate(fallback)
 	}
 	n.run = func(rt *runtime, n *node, r int) error {
-		return forwarder.RunSink(rt.hard, n.stop, rt.replicaConfig(n, r), inputOf[T](n, r), sink, fallback)
+		return forwarder.RunSink(rt.hard, rt.hard, rt.replicaConfig(n, r), readerInput[T](n, r), sink, fallback)
 	}
 }
 

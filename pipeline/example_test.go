@@ -10,6 +10,7 @@ import (
 
 	"github.com/runnel-dev/runnel/pipeline"
 	"github.com/runnel-dev/runnel/vertex"
+	"github.com/runnel-dev/runnel/watermark"
 )
 
 // A source, a map and a sink: Run returns once the slice is exhausted and
@@ -118,11 +119,13 @@ func ExampleWatermarks() {
 	}
 	slices.Sort(lines) // the sink's workers run concurrently
 	fmt.Println(strings.Join(lines, "\n"))
-	fmt.Println("source watermark:", p.Stats()[0].Watermark.Unix())
+	// The exhausted source ended its stream: every vertex reached the final
+	// watermark, which closes any window still open.
+	fmt.Println("sink at the final watermark:", p.Stats()[1].Watermark.Equal(watermark.Max))
 	// Output:
 	// a late: false
 	// b late: false
 	// c late: true
 	// d late: false
-	// source watermark: 115
+	// sink at the final watermark: true
 }

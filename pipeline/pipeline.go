@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -136,14 +135,10 @@ type node struct {
 	closers []func() error
 
 	// Runtime state, set by Run.
-	in         buffer
-	counters   []*forwarder.Counters
-	final      int64              // pending of the closed buffer
-	done       chan struct{}      // closed when every replica has stopped
-	stop       context.Context    // ends: the replicas stop reading (drained)
-	stopCancel context.CancelFunc //
-	commits    chan struct{}      // a replica committed: recheck the drain
-	wm         *vertexWatermarks  // nil: watermarks off
+	in       buffer
+	counters []*forwarder.Counters
+	final    int64             // pending of the closed buffer
+	wm       *vertexWatermarks // nil: watermarks off
 }
 
 // outEdge is an edge out of a node, as validate resolved it.

@@ -48,12 +48,6 @@ func (rt *runtime) replicaConfig(n *node, r int) forwarder.Config {
 		Vertex: n.name, Replica: r, Options: n.cfg, Counters: n.counters[r],
 		Logger: rt.log.With(zap.String("vertex", n.name), zap.Int("replica", r)),
 		Fail:   rt.fail,
-		OnCommit: func() {
-			select {
-			case n.commits <- struct{}{}:
-			default: // a signal is already pending
-			}
-		},
 	}
 	switch {
 	case rt.cfg.hooks != nil:
@@ -66,10 +60,16 @@ func (rt *runtime) replicaConfig(n *node, r int) forwarder.Config {
 
 // Run validates the pipeline, opens its buffers and runs every replica of
 // every vertex until the sources are exhausted or ctx is cancelled, and the
-// pipeline is drained: each vertex stops once all the vertices feeding it
-// have stopped and everything in its buffer has been processed and acked.
-// It returns nil then, or the first error (which stops everything at once,
-// leaving unacked messages uncommitted). A pipeline runs once.
+// pipeline is drained. A source replica that is exhausted, or stopped by
+// ctx, ends its output with an end-of-stream message on every partition of
+// every edge; a vertex replica ends once it has read the end of every
+// upstream replica on every partition it reads and everything it read is
+// acked, and then ends its own output the same way, down to the sinks (see
+// package forwarder). The ends of exhausted sources carry the final
+// watermark (watermark.Max), which every vertex then reaches; a cancelled
+// pipeline drains the same way without moving watermarks. It returns nil
+// then, or the first error (which stops everything at once, leaving unacked
+// messages uncommitted). A pipeline runs once.
 //
 // User functions, sources and sinks receive a context that ends when the
 // pipeline stops at once (an error, or the DrainTimeout); they must return
@@ -137,18 +137,13 @@ func (p *Pipeline) open() error {
 	return nil
 }
 
-// start runs every vertex and returns when all have stopped.
+// start runs every vertex and returns when all have stopped. Nothing here
+// decides when a vertex stops: each replica ends by itself when its input
+// ended (end-of-stream messages through the buffers), so the same holds when
+// the vertices run in different processes.
 func (p *Pipeline) start(ctx context.Context, rt *runtime) {
+	var replicas sync.WaitGroup
 	for _, n := range p.nodes {
-		n.done = make(chan struct{})
-		if n.kind != kindSource {
-			n.stop, n.stopCancel = context.WithCancel(rt.hard)
-			n.commits = make(chan struct{}, 1)
-		}
-	}
-	var all sync.WaitGroup
-	for _, n := range p.nodes {
-		var replicas sync.WaitGroup
 		for r := range n.cfg.Replicas {
 			replicas.Go(func() {
 				if err := n.run(rt, n, r); err != nil {
@@ -156,44 +151,24 @@ func (p *Pipeline) start(ctx context.Context, rt *runtime) {
 				}
 			})
 		}
-		all.Go(func() {
-			replicas.Wait()
-			close(n.done)
-		})
-		if n.kind != kindSource {
-			all.Go(func() { p.drainWhenDone(rt, n) })
-		}
 	}
 	finished := make(chan struct{})
-	all.Go(func() { rt.drainDeadline(ctx, finished) })
-	for _, n := range p.nodes {
-		<-n.done
-	}
+	var deadline sync.WaitGroup
+	deadline.Go(func() { rt.drainDeadline(ctx, finished) })
+	replicas.Wait()
 	close(finished)
-	all.Wait()
+	deadline.Wait()
 }
 
-// drainWhenDone stops n once every vertex feeding it has stopped and its
-// buffer holds nothing uncommitted: nothing more can arrive and everything
-// that did is processed. Replicas signal every commit, so the check runs
-// exactly when the answer may have changed.
-func (p *Pipeline) drainWhenDone(rt *runtime, n *node) {
-	defer n.stopCancel()
+// readerInput is replica r's input: its side of n's buffer, and the
+// processors that end each partition (every replica of every vertex feeding
+// n; validate refuses a second edge from the same vertex).
+func readerInput[T any](n *node, r int) forwarder.Input[T] {
+	in := inputOf[T](n, r)
 	for _, part := range n.ins {
-		select {
-		case <-part.from.done:
-		case <-rt.hard.Done():
-			return
-		}
+		in.Writers += part.from.cfg.Replicas
 	}
-	for n.in.pending() > 0 {
-		select {
-		case <-n.commits:
-		case <-rt.hard.Done():
-			return
-		}
-	}
-	rt.log.Debug("vertex drained", zap.String("vertex", n.name))
+	return in
 }
 
 // drainDeadline fails the pipeline with ErrDrainTimeout when it has not

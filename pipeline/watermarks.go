@@ -200,8 +200,8 @@ func (p *Pipeline) watermarks() []*vertexWatermarks {
 }
 
 // replicaPublisher adapts a watermark.Publisher to the writer of one
-// replica: it implements forwarder.WatermarkPublisher and
-// forwarder.IdlePublisher.
+// replica: it implements forwarder.WatermarkPublisher,
+// forwarder.IdlePublisher and forwarder.EndPublisher.
 type replicaPublisher struct {
 	pub   *watermark.Publisher
 	ctx   context.Context // the run's hard context: WMBs outlive a soft stop
@@ -266,6 +266,21 @@ func (rp *replicaPublisher) Publish(to string, partition int, offset int64, wm t
 	}
 	if err := rp.pub.Publish(rp.ctx, e.bucket, partition, offset, wm); err != nil {
 		rp.log.Warn("watermark publish", zap.String("edge", e.bucket), zap.Int("partition", partition), zap.Error(err))
+	}
+}
+
+// PublishEnd implements forwarder.EndPublisher: the replica ended its
+// output on partition with an end-of-stream message at offset, and its
+// final WMB there is watermark.Max. A store error is logged: the readers
+// still end (they learn of the end from the message), only the watermark of
+// the processors that go on is held back.
+func (rp *replicaPublisher) PublishEnd(to string, partition int, offset int64) {
+	e := rp.edges[to]
+	if e == nil {
+		return // cannot happen: the writer ends only rp's edges
+	}
+	if err := rp.pub.PublishEnd(rp.ctx, e.bucket, partition, offset); err != nil {
+		rp.log.Warn("final watermark publish", zap.String("edge", e.bucket), zap.Int("partition", partition), zap.Error(err))
 	}
 }
 

@@ -52,8 +52,9 @@ func (s *wmSink) Write(_ context.Context, msgs []vertex.Message[int]) ([]vertex.
 }
 
 // Watermarks are on by default: the source marks a message behind its
-// watermark late and reports its watermark in Stats. WithoutWatermarks
-// turns all of it off.
+// watermark late, and reports in Stats the final watermark (watermark.Max)
+// once it is exhausted, as the sink does once the end of stream reached it.
+// WithoutWatermarks turns all of it off.
 func TestWatermarksDefaultOnAndOff(t *testing.T) {
 	at := func(sec int64) time.Time { return time.Unix(sec, 0) }
 	msgs := []vertex.Message[int]{{ID: "a", EventTime: at(100)}, {ID: "b", EventTime: at(200)}, {ID: "late", EventTime: at(150)}}
@@ -67,16 +68,16 @@ func TestWatermarksDefaultOnAndOff(t *testing.T) {
 		// Batches of one: the third message is behind the second's watermark.
 		Sink(p, "out", Source(p, "src", vertex.FromMessages(msgs), vertex.BatchSize(1)), vertex.Sink[int](sink))
 		runWithin(t, p, 30*time.Second)
-		src := p.Stats()[0]
+		src, out := p.Stats()[0], p.Stats()[1]
 		switch {
-		case off && (sink.late != 0 || !src.Watermark.IsZero()):
-			t.Errorf("off: %d late, source watermark %v; want none", sink.late, src.Watermark)
-		case !off && (sink.late != 1 || !src.Watermark.Equal(at(200))):
-			t.Errorf("on: %d late (want 1), source watermark %v (want 200s)", sink.late, src.Watermark)
+		case off && (sink.late != 0 || !src.Watermark.IsZero() || !out.Watermark.IsZero()):
+			t.Errorf("off: %d late, source watermark %v, sink watermark %v; want none", sink.late, src.Watermark, out.Watermark)
+		case !off && (sink.late != 1 || !src.Watermark.Equal(watermark.Max) || !out.Watermark.Equal(watermark.Max)):
+			t.Errorf("on: %d late (want 1), source watermark %v, sink watermark %v (want watermark.Max)", sink.late, src.Watermark, out.Watermark)
 		}
 		for _, wm := range sink.wms {
-			if off && !wm.IsZero() {
-				t.Errorf("off: a message carries watermark %v", wm)
+			if off && !wm.IsZero() || wm.After(at(200)) {
+				t.Errorf("off %v: a message carries watermark %v (want none when off, at most 200s when on)", off, wm)
 			}
 		}
 	}

@@ -14,6 +14,8 @@ var (
 	// ErrResultCount is returned when a sink or batch-map function returns a
 	// number of results different from the number of messages it was given.
 	ErrResultCount = errors.New("vertex: result count does not match message count")
+	// ErrPanic is matched by every *PanicError: user code panicked.
+	ErrPanic = errors.New("vertex: user code panicked")
 )
 
 // OptionError reports a vertex option that failed validation, naming it.

@@ -368,17 +368,7 @@ func (f *Fetcher) Fetch(partition int, offset int64) time.Time {
 		}
 	}
 	if raised { // only a raised partition watermark can raise the minimum
-		low := f.edges[0].last[0]
-		for _, e := range f.edges {
-			for _, wm := range e.last {
-				if wm.Before(low) {
-					low = wm
-				}
-			}
-		}
-		if low.After(f.vertex) {
-			f.vertex = low
-		}
+		f.raiseVertex()
 	}
 	return f.vertex
 }
@@ -411,7 +401,45 @@ func (f *Fetcher) edgeAt(e *edgeState, pos int, offset int64) (time.Time, bool) 
 	return low, !first
 }
 
-// Watermark returns the vertex watermark: the highest value Fetch returned.
+// EndPartition records that partition has ended: every upstream processor
+// of every edge wrote its end-of-stream message there, so nothing more comes
+// and the partition's watermark is [Max] on every edge. It returns the
+// vertex watermark, which is Max once every partition the reader reads has
+// ended. The reader learns of the end from the messages it reads, not from
+// the store, so this does not wait for the processors' final WMBs to arrive.
+// A partition this reader does not read changes nothing.
+func (f *Fetcher) EndPartition(partition int) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if partition < 0 || partition >= len(f.cfg.index) || f.cfg.index[partition] < 0 {
+		return f.vertex
+	}
+	i := f.cfg.index[partition]
+	for _, e := range f.edges {
+		e.last[i] = Max
+	}
+	f.raiseVertex()
+	return f.vertex
+}
+
+// raiseVertex raises the vertex watermark to the minimum over edges and
+// partitions. f.mu must be held.
+func (f *Fetcher) raiseVertex() {
+	low := f.edges[0].last[0]
+	for _, e := range f.edges {
+		for _, wm := range e.last {
+			if wm.Before(low) {
+				low = wm
+			}
+		}
+	}
+	if low.After(f.vertex) {
+		f.vertex = low
+	}
+}
+
+// Watermark returns the vertex watermark: the highest value Fetch (or
+// EndPartition) returned.
 func (f *Fetcher) Watermark() time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -32,8 +32,10 @@ type PublisherConfig struct {
 	Edges []PublisherEdge
 	// Throttle is the minimum time between two WMBs of one partition; a
 	// watermark that advances sooner is kept and published by the next
-	// Publish after the interval, or by the publisher's goroutine (every
-	// Throttle), or by Flush or Stop. Zero publishes every advance at once.
+	// Publish after the interval, or by the publisher's goroutine (Throttle
+	// after it was kept), or by Flush or Stop. Zero publishes every advance
+	// at once. The goroutine wakes only when something was kept, so a tiny
+	// Throttle costs nothing while nothing advances.
 	// 100ms keeps a JetStream KV store (about 10K puts/s) far from busy.
 	Throttle time.Duration
 	// HeartbeatInterval is the time between heartbeats
@@ -68,6 +70,10 @@ type Publisher struct {
 	edges map[string]*pubEdge // immutable after NewPublisher
 	order []*pubEdge          // the same edges in configuration order
 	life  lifecycle
+	// kept wakes the goroutine when a WMB is kept under the throttle, so
+	// that it publishes it Throttle later. Buffered (1): a wake-up already
+	// pending covers the next ones.
+	kept chan struct{}
 }
 
 type pubEdge struct {
@@ -117,7 +123,7 @@ func NewPublisher(store Store, cfg PublisherConfig) (*Publisher, error) {
 	if len(cfg.Edges) == 0 {
 		return nil, fmt.Errorf("%w: PublisherConfig.Edges is empty", ErrInvalidConfig)
 	}
-	p := &Publisher{store: store, cfg: c, edges: map[string]*pubEdge{}}
+	p := &Publisher{store: store, cfg: c, edges: map[string]*pubEdge{}, kept: make(chan struct{}, 1)}
 	for i, e := range cfg.Edges {
 		if err := validBucket(e.Bucket); err != nil {
 			return nil, fmt.Errorf("%w: PublisherConfig.Edges[%d]: %w", ErrInvalidConfig, i, err)
@@ -140,8 +146,8 @@ func NewPublisher(store Store, cfg PublisherConfig) (*Publisher, error) {
 }
 
 // Start puts the first heartbeat into every edge's bucket, then starts the
-// goroutine that heartbeats every HeartbeatInterval and publishes throttled
-// WMBs every Throttle. Stop ends it. Start after Start or Stop is
+// goroutine that heartbeats every HeartbeatInterval and publishes a WMB
+// kept by the throttle Throttle after it was kept. Stop ends it. Start after Start or Stop is
 // ErrStarted. A failed first heartbeat is returned and the goroutine is not
 // started; Stop the publisher all the same.
 func (p *Publisher) Start(ctx context.Context) error {
@@ -156,18 +162,21 @@ func (p *Publisher) Start(ctx context.Context) error {
 	return nil
 }
 
-// run is the publisher's goroutine. Its cadence uses real tickers; what it
+// run is the publisher's goroutine. Its cadence uses real timers; what it
 // does (heartbeat, Flush) uses the configured clock, and tests call those
 // directly.
+//
+// A throttled WMB is published by a timer armed when it is kept, not by a
+// ticker: a ticker at a tiny Throttle (time.Nanosecond, to publish every
+// advance) kept a core busy flushing nothing. Now the goroutine sleeps
+// between heartbeats unless a WMB waits.
 func (p *Publisher) run(ctx context.Context) {
 	hb := time.NewTicker(p.cfg.interval)
 	defer hb.Stop()
-	var flush <-chan time.Time
-	if p.cfg.throttle > 0 {
-		t := time.NewTicker(p.cfg.throttle)
-		defer t.Stop()
-		flush = t.C
-	}
+	flush := time.NewTimer(time.Hour)
+	flush.Stop()
+	defer flush.Stop()
+	armed := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -176,7 +185,13 @@ func (p *Publisher) run(ctx context.Context) {
 			if err := p.heartbeat(ctx); err != nil && ctx.Err() == nil {
 				p.cfg.log.Warn("watermark: heartbeat failed", zap.String("processor", p.cfg.processor), zap.Error(err))
 			}
-		case <-flush:
+		case <-p.kept:
+			if !armed {
+				flush.Reset(p.cfg.throttle)
+				armed = true
+			}
+		case <-flush.C:
+			armed = false
 			if err := p.Flush(ctx); err != nil && ctx.Err() == nil {
 				p.cfg.log.Warn("watermark: publishing throttled WMBs failed", zap.String("processor", p.cfg.processor), zap.Error(err))
 			}
@@ -255,6 +270,17 @@ func (p *Publisher) PublishIdle(ctx context.Context, edge string, partition int,
 	return p.publish(ctx, edge, partition, offset, wm, true)
 }
 
+// PublishEnd publishes the final WMB of partition of edge, which the
+// processor will never write again: it ended its stream there with an
+// end-of-stream control message at offset. The WMB carries [Max], is idle
+// (the processor stopped writing) and is put at once, neither throttled nor
+// capped by InFlight (an ended processor holds nothing in flight), so a
+// processor that ends while others go on no longer holds its readers'
+// watermark at its last event time.
+func (p *Publisher) PublishEnd(ctx context.Context, edge string, partition int, offset int64) error {
+	return p.publish(ctx, edge, partition, offset, Max, true)
+}
+
 func (p *Publisher) publish(ctx context.Context, edge string, partition int, offset int64, wm time.Time, idle bool) error {
 	e, s, err := p.partition(edge, partition)
 	if err != nil {
@@ -287,6 +313,10 @@ func (p *Publisher) publish(ctx context.Context, edge string, partition int, off
 	now := p.cfg.clock()
 	if p.cfg.throttle > 0 && !idle && !s.idle && !s.publishedAt.IsZero() && now.Sub(s.publishedAt) < p.cfg.throttle {
 		s.pending = true
+		select {
+		case p.kept <- struct{}{}:
+		default: // a wake-up is pending already
+		}
 		return nil
 	}
 	s.pending = true

@@ -36,6 +36,7 @@ type Source struct {
 }
 
 type sourcePartition struct {
+	ended    bool      // End was called: wm is Max for good
 	wm       time.Time // zero until the first batch or idle step
 	lastData time.Time // clock at the last batch, or at NewSource
 	lastStep time.Time // clock at the last idle step; zero: none since data
@@ -110,7 +111,7 @@ func (s *Source) IdleAdvance(partition int) (wm time.Time, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := &s.parts[partition]
-	if now.Sub(p.lastData) < s.cfg.IdleThreshold ||
+	if p.ended || now.Sub(p.lastData) < s.cfg.IdleThreshold ||
 		(!p.lastStep.IsZero() && now.Sub(p.lastStep) < s.cfg.StepInterval) {
 		return p.wm, false
 	}
@@ -128,6 +129,21 @@ func (s *Source) IdleAdvance(partition int) (wm time.Time, ok bool) {
 	}
 	p.wm = next
 	return p.wm, true
+}
+
+// End records that partition is exhausted: its watermark is [Max] from now
+// on (what the source forwarder publishes with its end-of-stream message),
+// so the source's watermark, the lowest of its partitions, follows the
+// partitions that go on. It returns Max (the zero Time out of range).
+func (s *Source) End(partition int) time.Time {
+	if partition < 0 || partition >= len(s.parts) {
+		return time.Time{}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := &s.parts[partition]
+	p.ended, p.wm = true, Max
+	return Max
 }
 
 // IsLate reports whether an event time is below a watermark: such a message

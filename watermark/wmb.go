@@ -42,10 +42,14 @@ const (
 	minEncodeNs = math.MinInt64 + 1
 )
 
-var (
-	minEncodable = time.Unix(0, minEncodeNs)
-	maxEncodable = time.Unix(0, math.MaxInt64)
-)
+var minEncodable = time.Unix(0, minEncodeNs)
+
+// Max is the final watermark of a stream that ended: the latest time a WMB
+// encodes (2262-04-11T23:47:16.854775807Z). A bounded source publishes it
+// when it is exhausted, with its end-of-stream message, and every vertex
+// downstream reaches it once all its inputs ended, so windows close and
+// flush. Compare with Equal.
+var Max = time.Unix(0, math.MaxInt64).UTC()
 
 // AppendBinary appends the encoding of w to b. It fails with ErrRange for a
 // negative offset or partition, or a watermark outside 1678-2262.
@@ -114,7 +118,7 @@ func timeToNanos(t time.Time) (int64, error) {
 	if t.IsZero() {
 		return zeroTimeNs, nil
 	}
-	if t.Before(minEncodable) || t.After(maxEncodable) {
+	if t.Before(minEncodable) || t.After(Max) {
 		return 0, fmt.Errorf("%w: time %s is outside 1678-2262", ErrRange, t.Format(time.RFC3339))
 	}
 	return t.UnixNano(), nil
