@@ -5,7 +5,6 @@ import (
 
 	"github.com/runnel-dev/runnel/forwarder"
 	"github.com/runnel-dev/runnel/isb"
-	"github.com/runnel-dev/runnel/isb/memory"
 	"github.com/runnel-dev/runnel/vertex"
 )
 
@@ -17,30 +16,22 @@ type buffer interface {
 }
 
 // inputBuffer is the input buffer of a vertex reading T: one topic of
-// envelopes (memory storage passes them without encoding) and one consumer
-// per replica, all in the group named after the vertex.
+// envelopes on the pipeline's storage (memory passes them without encoding,
+// durable storage encodes them, see vertex.EnvelopeCodec) and one consumer
+// per replica, all in the group named after the vertex, which durable
+// storage recovers with its commits.
 type inputBuffer[T any] struct {
 	topic     *isb.Topic[vertex.Message[T]]
 	group     string
 	consumers []*isb.PullConsumer[vertex.Message[T]]
 }
 
-// openBuffer creates n's input buffer as its options say.
-func openBuffer[T any](p *Pipeline, n *node) (buffer, error) {
-	// A partition keeps enough recycled segments to hold its share of the
-	// capacity, so a buffer that fills and drains at steady state reuses
-	// its segments instead of allocating (and collecting) new ones.
-	free := memory.DefaultMaxFreeSegments
-	if c := n.cfg.BufferCapacity; c > 0 {
-		perPart := (c + int64(n.cfg.Partitions) - 1) / int64(n.cfg.Partitions)
-		free = max(free, int((perPart+memory.DefaultSegmentSize-1)/memory.DefaultSegmentSize)+1)
-	}
-	backend, err := memory.New[vertex.Message[T]](memory.MaxFreeSegments(free))
-	if err != nil {
-		return nil, err
-	}
-	topic, err := isb.NewTopic(p.name+"-"+n.name, isb.Backend[vertex.Message[T]](backend),
-		isb.Partitions(n.cfg.Partitions), isb.Capacity(n.cfg.BufferCapacity))
+// openBuffer creates n's input buffer on the pipeline's storage.
+func openBuffer[T any](c *config, p *Pipeline, n *node) (buffer, error) {
+	topic, err := openTopic[T](c, topicSpec{
+		pipeline: p.name, vertex: n.name,
+		partitions: n.cfg.Partitions, capacity: n.cfg.BufferCapacity,
+	})
 	if err != nil {
 		return nil, err
 	}

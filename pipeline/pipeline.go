@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -37,6 +38,8 @@ type config struct {
 	wm           WatermarkConfig // resolved by newConfig
 	wmStore      watermark.Store // nil: a new MemStore per Run
 	wmOff        bool
+	storage      Storage              // resolved by newConfig: never nil
+	codecs       map[reflect.Type]any // WithCodec: value codecs by type
 }
 
 // WithLogger logs the pipeline's life and problems on l (nil, the
@@ -73,6 +76,9 @@ func newConfig(opts []Option) (config, error) {
 		return c, err
 	}
 	c.wm = wm
+	if err := checkStorage(&c); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
@@ -128,7 +134,7 @@ type node struct {
 	hasFallback bool          // a sink with a fallback sink
 
 	// open creates the node's input buffer (not for sources).
-	open func(p *Pipeline, n *node) (buffer, error)
+	open func(c *config, p *Pipeline, n *node) (buffer, error)
 	// run runs replica r until it is done.
 	run func(rt *runtime, n *node, r int) error
 	// closers are the user's sources and sinks with a Close method.

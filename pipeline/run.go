@@ -86,7 +86,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := p.open(); err != nil {
+	if err := p.open(&cfg); err != nil {
 		return err
 	}
 	rt := &runtime{cfg: cfg, log: cfg.logger.With(zap.String("pipeline", p.name))}
@@ -109,7 +109,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 }
 
 // open creates every input buffer and the counters.
-func (p *Pipeline) open() error {
+func (p *Pipeline) open(c *config) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, n := range p.nodes {
@@ -120,7 +120,7 @@ func (p *Pipeline) open() error {
 		if n.kind == kindSource {
 			continue
 		}
-		b, err := n.open(p, n)
+		b, err := n.open(c, p, n)
 		if err != nil {
 			errs := []error{&VertexError{Vertex: n.name, Err: err}}
 			for _, m := range p.nodes {

@@ -1,0 +1,387 @@
+package vertex
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/runnel-dev/runnel/isb/codec"
+)
+
+// The envelope encoding: how durable and remote storage store a [Message].
+// Memory storage never encodes; it passes messages as they are.
+//
+// Version 1. Integers are unsigned varints (encoding/binary Uvarint) unless
+// marked zigzag (Varint); a string is its byte length followed by its bytes.
+//
+//	+---------+-------+-------------+------------------------------------+-----------+--------------+
+//	| version | flags | meta length | meta (meta length bytes)           | value len | value bytes  |
+//	| byte 1  | byte  | uvarint     |                                    | uvarint   | (value codec)|
+//	+---------+-------+-------------+------------------------------------+-----------+--------------+
+//
+//	flags: bit 0 set: the event time is present (a zero EventTime is not
+//	stored); bits 1-7 must be zero.
+//
+//	meta:
+//	  [event time: seconds since 1970 (zigzag varint), nanoseconds (uvarint, < 1e9)]  if flags bit 0
+//	  ID (string)
+//	  key count, keys (strings)
+//	  tag count, tags (strings)
+//	  header count, then per header: name (string), value (string), in name order
+//
+// The value is the user's value encoded by the topic's value codec, and
+// ends the envelope exactly: trailing bytes are an error. The envelope
+// carries no checksum: the storage framing it does (isb/mmap: a CRC32C per
+// record). What the reader sets, Watermark and Late, is never stored.
+// Empty Keys, Tags and Headers decode as nil; EventTime decodes in UTC (use
+// time.Time.Equal to compare).
+//
+// The meta section is copied out of the source once, as one string, and
+// every decoded string (ID, keys, tags, header names and values) is a slice
+// of it: one allocation per message for all its strings.
+const (
+	// EnvelopeVersion is the version of the envelope encoding this build
+	// writes and the only one it reads.
+	EnvelopeVersion = 1
+
+	flagEventTime = 1 << 0
+	knownFlags    = flagEventTime
+)
+
+// ErrEnvelope is matched by every *EnvelopeError.
+var ErrEnvelope = errors.New("vertex: bad message envelope")
+
+// EnvelopeError reports bytes that are not a valid message envelope. It
+// matches [ErrEnvelope] and codec.ErrDecode, so storage that reports codec
+// failures reports it as one.
+type EnvelopeError struct {
+	Offset int    // byte offset in the envelope where the problem is
+	Reason string // what is wrong there
+	Err    error  // the value codec's error, if the value failed to decode
+}
+
+func (e *EnvelopeError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("vertex: envelope at byte %d: %s: %v", e.Offset, e.Reason, e.Err)
+	}
+	return fmt.Sprintf("vertex: envelope at byte %d: %s", e.Offset, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrEnvelope) and errors.Is(err, codec.ErrDecode) true.
+func (e *EnvelopeError) Is(target error) bool {
+	return target == ErrEnvelope || target == codec.ErrDecode
+}
+
+// Unwrap returns the value codec's error, if any.
+func (e *EnvelopeError) Unwrap() error { return e.Err }
+
+// EnvelopeCodec returns the codec of messages whose values value encodes,
+// in the envelope encoding drawn above. Its name, "envelope1+" and the
+// value codec's name, is what durable storage records as the topic's codec,
+// so a topic written with another value codec or envelope version is
+// refused at open.
+func EnvelopeCodec[T any](value codec.Codec[T]) codec.Codec[Message[T]] {
+	return envelopeCodec[T]{value: value, name: fmt.Sprintf("envelope%d+%s", EnvelopeVersion, value.Name())}
+}
+
+type envelopeCodec[T any] struct {
+	value codec.Codec[T]
+	name  string
+}
+
+func (c envelopeCodec[T]) Name() string { return c.name }
+
+// Append encodes m after dst.
+func (c envelopeCodec[T]) Append(dst []byte, m Message[T]) ([]byte, error) {
+	start := len(dst)
+	flags := byte(0)
+	if !m.EventTime.IsZero() {
+		flags |= flagEventTime
+	}
+	metaLen := c.metaLen(&m, flags)
+	dst = append(dst, EnvelopeVersion, flags)
+	dst = binary.AppendUvarint(dst, uint64(metaLen))
+	if flags&flagEventTime != 0 {
+		dst = binary.AppendVarint(dst, m.EventTime.Unix())
+		dst = binary.AppendUvarint(dst, uint64(m.EventTime.Nanosecond()))
+	}
+	dst = appendString(dst, m.ID)
+	dst = appendStrings(dst, m.Keys)
+	dst = appendStrings(dst, m.Tags)
+	dst = binary.AppendUvarint(dst, uint64(len(m.Headers)))
+	if len(m.Headers) > 0 {
+		for _, k := range slices.Sorted(maps.Keys(m.Headers)) {
+			dst = appendString(dst, k)
+			dst = appendString(dst, m.Headers[k])
+		}
+	}
+	// The value's length precedes it, but is known only once it is
+	// encoded: reserve the longest uvarint a value can need here and
+	// move the value back if it needs fewer bytes.
+	lenAt := len(dst)
+	dst = append(dst, make([]byte, binary.MaxVarintLen64)...)
+	valAt := len(dst)
+	dst, err := c.value.Append(dst, m.Value)
+	if err != nil {
+		return dst[:start], err
+	}
+	n := len(dst) - valAt
+	w := binary.PutUvarint(dst[lenAt:], uint64(n))
+	copy(dst[lenAt+w:], dst[valAt:])
+	return dst[:lenAt+w+n], nil
+}
+
+// metaLen is the length of m's meta section.
+func (c envelopeCodec[T]) metaLen(m *Message[T], flags byte) int {
+	n := 0
+	if flags&flagEventTime != 0 {
+		n += varintLen(m.EventTime.Unix()) + uvarintLen(uint64(m.EventTime.Nanosecond()))
+	}
+	n += stringLen(m.ID) + stringsLen(m.Keys) + stringsLen(m.Tags)
+	n += uvarintLen(uint64(len(m.Headers)))
+	for k, v := range m.Headers {
+		n += stringLen(k) + stringLen(v)
+	}
+	return n
+}
+
+// Decode replaces *m with the message encoded in src, every field
+// (Watermark and Late become zero: the reader sets them). On error *m is
+// the zero message.
+func (c envelopeCodec[T]) Decode(src []byte, m *Message[T]) error {
+	*m = Message[T]{}
+	if err := c.decode(src, m); err != nil {
+		*m = Message[T]{}
+		return err
+	}
+	return nil
+}
+
+func (c envelopeCodec[T]) decode(src []byte, m *Message[T]) error {
+	if len(src) < 2 {
+		return &EnvelopeError{Offset: len(src), Reason: fmt.Sprintf("truncated: %d bytes, a header needs 2", len(src))}
+	}
+	if src[0] != EnvelopeVersion {
+		return &EnvelopeError{Offset: 0, Reason: fmt.Sprintf("version %d is not supported (this build reads version %d)", src[0], EnvelopeVersion)}
+	}
+	flags := src[1]
+	if flags&^knownFlags != 0 {
+		return &EnvelopeError{Offset: 1, Reason: fmt.Sprintf("unknown flags %#02x", flags&^knownFlags)}
+	}
+	metaLen, pos, err := readUvarint(src, 2, "meta length")
+	if err != nil {
+		return err
+	}
+	if metaLen > uint64(len(src)-pos) {
+		return &EnvelopeError{Offset: pos, Reason: fmt.Sprintf("truncated: meta length %d, %d bytes left", metaLen, len(src)-pos)}
+	}
+	metaEnd := pos + int(metaLen)
+	if err := decodeMeta(src[pos:metaEnd], pos, flags, m); err != nil {
+		return err
+	}
+	valLen, pos, err := readUvarint(src, metaEnd, "value length")
+	if err != nil {
+		return err
+	}
+	if valLen != uint64(len(src)-pos) {
+		return &EnvelopeError{Offset: pos, Reason: fmt.Sprintf("value length %d, but %d bytes follow", valLen, len(src)-pos)}
+	}
+	if err := c.value.Decode(src[pos:], &m.Value); err != nil {
+		return &EnvelopeError{Offset: pos, Reason: "value (codec " + c.value.Name() + ")", Err: err}
+	}
+	return nil
+}
+
+// decodeMeta decodes the meta section meta, which starts at byte base of
+// the envelope, into m.
+func decodeMeta[T any](meta []byte, base int, flags byte, m *Message[T]) error {
+	// One copy for every string of the message: meta belongs to the
+	// caller, who may reuse it.
+	r := metaReader{b: meta, s: string(meta), base: base}
+	if flags&flagEventTime != 0 {
+		sec := r.varint("event time seconds")
+		at := r.pos
+		nsec := r.uvarint("event time nanoseconds")
+		if r.err == nil && nsec >= 1e9 {
+			r.pos = at
+			r.fail(fmt.Sprintf("event time nanoseconds %d out of range", nsec))
+		}
+		if r.err == nil {
+			m.EventTime = time.Unix(sec, int64(nsec)).UTC()
+		}
+	}
+	m.ID = r.string("ID")
+	m.Keys = r.strings("key")
+	m.Tags = r.strings("tag")
+	if n := r.count("header count", 2); n > 0 {
+		m.Headers = make(map[string]string, n)
+		for range n {
+			k := r.string("header name")
+			v := r.string("header value")
+			if r.err != nil {
+				break
+			}
+			if _, dup := m.Headers[k]; dup {
+				r.fail(fmt.Sprintf("header %q appears twice", k))
+				break
+			}
+			m.Headers[k] = v
+		}
+	}
+	if r.err == nil && r.pos != len(meta) {
+		r.fail(fmt.Sprintf("%d bytes after the headers inside the meta section", len(meta)-r.pos))
+	}
+	return r.err
+}
+
+// metaReader reads the meta section: b as bytes for varints, s as the same
+// bytes in one string that decoded strings slice. The first error sticks
+// and makes every later read return zero.
+type metaReader struct {
+	b    []byte
+	s    string
+	pos  int
+	base int // offset of b in the envelope, for errors
+	err  error
+}
+
+func (r *metaReader) fail(reason string) {
+	if r.err == nil {
+		r.err = &EnvelopeError{Offset: r.base + r.pos, Reason: reason}
+	}
+}
+
+func (r *metaReader) uvarint(what string) uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b[r.pos:])
+	switch {
+	case n == 0:
+		r.fail("truncated: " + what + " missing")
+		return 0
+	case n < 0:
+		r.fail(what + " overflows 64 bits")
+		return 0
+	}
+	r.pos += n
+	return v
+}
+
+func (r *metaReader) varint(what string) int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b[r.pos:])
+	switch {
+	case n == 0:
+		r.fail("truncated: " + what + " missing")
+		return 0
+	case n < 0:
+		r.fail(what + " overflows 64 bits")
+		return 0
+	}
+	r.pos += n
+	return v
+}
+
+// count reads a count of entries of at least minBytes each, refusing one
+// the rest of the section cannot hold (so corrupt input cannot make the
+// decoder allocate more than the input's size).
+func (r *metaReader) count(what string, minBytes int) int {
+	at := r.pos
+	n := r.uvarint(what)
+	if r.err != nil {
+		return 0
+	}
+	if left := len(r.b) - r.pos; n > uint64(left/minBytes) {
+		r.pos = at
+		r.fail(fmt.Sprintf("%s %d, but only %d bytes are left", what, n, left))
+		return 0
+	}
+	return int(n)
+}
+
+func (r *metaReader) string(what string) string {
+	at := r.pos
+	n := r.uvarint(what + " length")
+	if r.err != nil {
+		return ""
+	}
+	if left := len(r.b) - r.pos; n > uint64(left) {
+		r.pos = at
+		r.fail(fmt.Sprintf("truncated: %s of %d bytes, %d left", what, n, left))
+		return ""
+	}
+	s := r.s[r.pos : r.pos+int(n)]
+	r.pos += int(n)
+	return s
+}
+
+// strings reads a count and that many strings; none is nil.
+func (r *metaReader) strings(what string) []string {
+	n := r.count(what+" count", 1)
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = r.string(what)
+	}
+	if r.err != nil {
+		return nil
+	}
+	return out
+}
+
+func varintLen(v int64) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutVarint(b[:], v)
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+func stringLen(s string) int { return uvarintLen(uint64(len(s))) + len(s) }
+
+func stringsLen(ss []string) int {
+	n := uvarintLen(uint64(len(ss)))
+	for _, s := range ss {
+		n += stringLen(s)
+	}
+	return n
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+func appendStrings(dst []byte, ss []string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(ss)))
+	for _, s := range ss {
+		dst = appendString(dst, s)
+	}
+	return dst
+}
+
+// readUvarint reads a uvarint of src at pos, naming what in its error.
+func readUvarint(src []byte, pos int, what string) (uint64, int, error) {
+	v, n := binary.Uvarint(src[pos:])
+	switch {
+	case n == 0:
+		return 0, pos, &EnvelopeError{Offset: pos, Reason: "truncated: " + what + " missing"}
+	case n < 0:
+		return 0, pos, &EnvelopeError{Offset: pos, Reason: what + " overflows 64 bits"}
+	}
+	return v, pos + n, nil
+}
