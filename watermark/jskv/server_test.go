@@ -77,8 +77,11 @@ func (s *testServer) restart() {
 func (s *testServer) url() string { return s.srv.ClientURL() }
 
 // connect opens a connection to the server, closed when the test ends.
+// Asynchronous errors are dropped unless opts set an ErrorHandler (the
+// client's default prints them).
 func (s *testServer) connect(opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
 	s.t.Helper()
+	opts = append([]nats.Option{nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})}, opts...)
 	nc, err := nats.Connect(s.url(), opts...)
 	if err != nil {
 		s.t.Fatal(err)
