@@ -16,14 +16,11 @@ import (
 func TestErrorsWrapNATS(t *testing.T) {
 	ctx := t.Context()
 	nc, js := startServer(t).connect()
-	s, err := jskv.New(js)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newStore(t, js)
 	if err := s.Put(ctx, "b", "k", []byte("v")); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Get(ctx, "b", "missing")
+	_, err := s.Get(ctx, "b", "missing")
 	if want := `jskv: bucket "b" key "missing": watermark: key not found (nats: key not found)`; !errors.Is(err, watermark.ErrNotFound) ||
 		!errors.Is(err, jetstream.ErrKeyNotFound) || err == nil || err.Error() != want {
 		t.Errorf("Get missing = %v; want %s", err, want)
@@ -55,10 +52,7 @@ func TestErrorsWrapNATS(t *testing.T) {
 func TestBucketDeletedBehindTheStore(t *testing.T) {
 	ctx := t.Context()
 	_, js := startServer(t).connect()
-	s, err := jskv.New(js)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newStore(t, js)
 	if err := s.Put(ctx, "b", "k", []byte("1")); err != nil {
 		t.Fatal(err)
 	}
@@ -83,10 +77,7 @@ func TestConcurrentFirstUse(t *testing.T) {
 	stores := make([]*jskv.Store, n)
 	for i := range n {
 		_, js := srv.connect()
-		s, err := jskv.New(js)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := newStore(t, js)
 		stores[i] = s
 	}
 	for i, s := range stores {

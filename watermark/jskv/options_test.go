@@ -42,10 +42,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 func TestBucketsCreatedWithOptions(t *testing.T) {
 	ctx := t.Context()
 	_, js := startServer(t).connect()
-	s, err := jskv.New(js, jskv.WithHistory(5), jskv.WithTTL(time.Hour), jskv.WithStorage(jetstream.MemoryStorage))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newStore(t, js, jskv.WithHistory(5), jskv.WithTTL(time.Hour), jskv.WithStorage(jetstream.MemoryStorage))
 	if err := s.Put(ctx, "b", "k", []byte("v")); err != nil {
 		t.Fatal(err)
 	}
@@ -88,10 +85,7 @@ func TestExistingBucketUsedAsIs(t *testing.T) {
 	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "b", History: 7}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := jskv.New(js, jskv.WithHistory(2))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newStore(t, js, jskv.WithHistory(2))
 	if err := s.Put(ctx, "b", "k", []byte("v")); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnel-dev/runnel/watermark/jskv"
 )
 
 // testServer is a NATS server with JetStream running inside the test
@@ -92,4 +94,14 @@ func (s *testServer) connect(opts ...nats.Option) (*nats.Conn, jetstream.JetStre
 		s.t.Fatal(err)
 	}
 	return nc, js
+}
+
+// newStore returns a store on js, failing the test on an error.
+func newStore(t testing.TB, js jetstream.JetStream, opts ...jskv.Option) *jskv.Store {
+	t.Helper()
+	s, err := jskv.New(js, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
