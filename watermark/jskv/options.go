@@ -35,9 +35,9 @@ func (c *config) kvConfig(bucket string) jetstream.KeyValueConfig {
 	}
 }
 
-// WithHistory keeps n values per key (1 to 64; default 1). A watch sees
-// only the latest value of each key either way; history is for inspection
-// with the nats CLI.
+// WithHistory keeps n values per key (1 to 64; default 1). A watch starts
+// from the latest value of each key either way; older values are only for
+// inspection (nats kv history).
 func WithHistory(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > 64 {
