@@ -98,3 +98,42 @@ func BenchmarkPut(b *testing.B) {
 		b.ReportMetric(per(0)/per(2), "jskv/publish")
 	})
 }
+
+// BenchmarkPutOverhead measures what jskv itself does per Put (name and
+// context checks, the cached bucket handle) on a KeyValue whose Put returns
+// at once, beside calling that Put directly.
+func BenchmarkPutOverhead(b *testing.B) {
+	ctx := context.Background()
+	var kv jetstream.KeyValue = instantKV{}
+	store := newStore(b, instantJS{kv: kv})
+	value := make([]byte, 22)
+	const bucket, key = "bench", "wmb.p-0.0"
+	b.Run("direct", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := kv.Put(ctx, key, value); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("jskv", func(b *testing.B) {
+		for b.Loop() {
+			if err := store.Put(ctx, bucket, key, value); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// instantJS serves every bucket with its instantKV; the other methods are
+// not implemented (calling one panics on the nil embedded interface).
+type instantJS struct {
+	jetstream.JetStream
+	kv jetstream.KeyValue
+}
+
+func (j instantJS) KeyValue(context.Context, string) (jetstream.KeyValue, error) { return j.kv, nil }
+
+// instantKV stores nothing and answers at once.
+type instantKV struct{ jetstream.KeyValue }
+
+func (instantKV) Put(context.Context, string, []byte) (uint64, error) { return 1, nil }
