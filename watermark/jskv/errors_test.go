@@ -1,10 +1,12 @@
 package jskv_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -100,5 +102,29 @@ func TestConcurrentFirstUse(t *testing.T) {
 	}
 	if got != n {
 		t.Fatalf("bucket holds %d keys, want %d", got, n)
+	}
+}
+
+// TestCallsWhileServerDownEndWithContext: while the connection reconnects,
+// Put, Get and Delete wait no longer than their context.
+func TestCallsWhileServerDownEndWithContext(t *testing.T) {
+	srv := startServer(t)
+	_, js := srv.connect(nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
+	s := newStore(t, js)
+	if err := s.Put(t.Context(), "b", "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	srv.stop()
+	for name, call := range map[string]func(context.Context) error{
+		"Put":    func(ctx context.Context) error { return s.Put(ctx, "b", "k", []byte("w")) },
+		"Get":    func(ctx context.Context) error { _, err := s.Get(ctx, "b", "k"); return err },
+		"Delete": func(ctx context.Context) error { return s.Delete(ctx, "b", "k") },
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		err := call(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.HasPrefix(err.Error(), "jskv: ") {
+			t.Errorf("%s with the server down: %v; want a jskv error wrapping context.DeadlineExceeded", name, err)
+		}
 	}
 }
