@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore func(t *testing.T) watermark.Store) {
 		{"WatchEndsOnCancel", testWatchEndsOnCancel},
 		{"WatchCancelledBeforeStart", testWatchCancelledBeforeStart},
 		{"WatchBreakThenWatchAgain", testWatchBreakThenWatchAgain},
+		{"ConcurrentDeletesAnnounceOnce", testConcurrentDeletesAnnounceOnce},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.f(t, newStore(t)) })
 	}
@@ -320,6 +321,26 @@ func testWatchBreakThenWatchAgain(t *testing.T, s watermark.Store) {
 	mustPut(t, s, "b", "k", "2")
 	mustPut(t, s, "b", "j", "3")
 	checkWatch(t, watchUntilSynced(t, s, "b"), []string{"put j=3", "put k=2"}, nil)
+}
+
+// testConcurrentDeletesAnnounceOnce: deletes of one key racing each other
+// all succeed, and watchers see one deletion (the others found no key).
+func testConcurrentDeletesAnnounceOnce(t *testing.T, s watermark.Store) {
+	mustPut(t, s, "b", "k", "v")
+	w := StartWatch(t, s, "b")
+	w.Expect("put k=v", "synced =")
+	var wg sync.WaitGroup
+	start := make(chan struct{}) // released together, so their reads overlap
+	for range 32 {
+		wg.Go(func() {
+			<-start
+			mustDelete(t, s, "b", "k")
+		})
+	}
+	close(start)
+	wg.Wait()
+	mustPut(t, s, "b", "after", "1")
+	w.Expect("delete k=", "put after=1")
 }
 
 func mustPut(t *testing.T, s watermark.Store, bucket, key, value string) {
