@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -135,6 +136,7 @@ func testNames(t *testing.T, s watermark.Store) {
 		{"", "k"}, {"a.b", "k"}, {"a b", "k"}, {"a/b", "k"}, {"a*", "k"}, {"a>", "k"},
 		{"b", ""}, {"b", "k*"}, {"b", "k>"}, {"b", "k k"}, {"b", "ké"},
 		{"b", ".k"}, {"b", "k."}, {"b", "a..b"},
+		{strings.Repeat("b", 253), "k"},
 	} {
 		if err := s.Put(ctx, c.bucket, c.key, []byte("v")); !errors.Is(err, watermark.ErrInvalidName) {
 			t.Errorf("Put(%q, %q): %v, want ErrInvalidName", c.bucket, c.key, err)
@@ -146,10 +148,13 @@ func testNames(t *testing.T, s watermark.Store) {
 			t.Errorf("Delete(%q, %q): %v, want ErrInvalidName", c.bucket, c.key, err)
 		}
 	}
-	// The widest valid names: every allowed character.
+	// The widest valid names: every allowed character, the longest bucket.
 	const bucket, key = "edge_A-z09", "wmb.a=/b_C-9.3"
 	mustPut(t, s, bucket, key, "v")
 	mustGet(t, s, bucket, key, "v")
+	long := strings.Repeat("b", 252)
+	mustPut(t, s, long, key, "v")
+	mustGet(t, s, long, key, "v")
 	for _, bucket := range []string{"", "a.b", "a b"} {
 		var errs []error
 		for _, err := range s.Watch(ctx, bucket) {
