@@ -19,9 +19,19 @@ const (
 	wmbPrefix       = "wmb."
 )
 
+// maxBucketLen is the longest bucket name: JetStream names a bucket's
+// stream "KV_<bucket>" and refuses stream names over 255 bytes.
+const maxBucketLen = 252
+
 // validBucket accepts what JetStream KV accepts as a bucket name, so an edge
 // that works in memory also works distributed.
-func validBucket(name string) error { return validName("bucket", name, "-_") }
+func validBucket(name string) error {
+	if len(name) > maxBucketLen {
+		return fmt.Errorf("%w: bucket %.20q...: %d characters, at most %d",
+			ErrInvalidName, name, len(name), maxBucketLen)
+	}
+	return validName("bucket", name, "-_")
+}
 
 // validProcessor accepts JetStream KV key characters except '.', which
 // separates the parts of a key.

@@ -8,7 +8,14 @@ import (
 )
 
 // An Option configures a Store. Options are checked once, by New.
-type Option func(*config) error
+type Option interface {
+	apply(*config) error
+}
+
+// optionFunc is an Option that is a function.
+type optionFunc func(*config) error
+
+func (f optionFunc) apply(c *config) error { return f(c) }
 
 // config is the checked form of the options: the settings of every KV
 // bucket the store creates.
@@ -35,17 +42,17 @@ func (c *config) kvConfig(bucket string) jetstream.KeyValueConfig {
 	}
 }
 
-// WithHistory keeps n values per key (1 to 64; default 1). A watch sees
-// only the latest value of each key either way; history is for inspection
-// with the nats CLI.
+// WithHistory keeps n values per key (1 to 64; default 1). A watch starts
+// from the latest value of each key either way; older values are only for
+// inspection (nats kv history).
 func WithHistory(n int) Option {
-	return func(c *config) error {
+	return optionFunc(func(c *config) error {
 		if n < 1 || n > 64 {
 			return fmt.Errorf("%w: WithHistory(%d): a bucket keeps 1 to 64 values per key", ErrInvalidOption, n)
 		}
 		c.history = uint8(n)
 		return nil
-	}
+	})
 }
 
 // WithTTL removes keys not written for d (0, the default, keeps them; else
@@ -54,25 +61,25 @@ func WithHistory(n int) Option {
 // its own timeout, so a TTL longer than that timeout only bounds the space
 // dead processors take.
 func WithTTL(d time.Duration) Option {
-	return func(c *config) error {
+	return optionFunc(func(c *config) error {
 		if d != 0 && d < 100*time.Millisecond {
 			return fmt.Errorf("%w: WithTTL(%v): 0 (keep keys) or at least 100ms", ErrInvalidOption, d)
 		}
 		c.ttl = d
 		return nil
-	}
+	})
 }
 
 // WithReplicas stores each bucket on n servers of a cluster (1 to 5;
 // default 1).
 func WithReplicas(n int) Option {
-	return func(c *config) error {
+	return optionFunc(func(c *config) error {
 		if n < 1 || n > 5 {
 			return fmt.Errorf("%w: WithReplicas(%d): 1 to 5 replicas", ErrInvalidOption, n)
 		}
 		c.replicas = n
 		return nil
-	}
+	})
 }
 
 // WithStorage stores buckets in files (jetstream.FileStorage, the default:
@@ -80,11 +87,11 @@ func WithReplicas(n int) Option {
 // (jetstream.MemoryStorage: faster, lost when the server restarts, after
 // which every watch of the bucket fails).
 func WithStorage(st jetstream.StorageType) Option {
-	return func(c *config) error {
+	return optionFunc(func(c *config) error {
 		if st != jetstream.FileStorage && st != jetstream.MemoryStorage {
 			return fmt.Errorf("%w: WithStorage(%d): not FileStorage or MemoryStorage", ErrInvalidOption, int(st))
 		}
 		c.storage = st
 		return nil
-	}
+	})
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnel-dev/runnel/watermark/jskv"
 )
 
 // testServer is a NATS server with JetStream running inside the test
@@ -77,8 +79,11 @@ func (s *testServer) restart() {
 func (s *testServer) url() string { return s.srv.ClientURL() }
 
 // connect opens a connection to the server, closed when the test ends.
+// Asynchronous errors are dropped unless opts set an ErrorHandler (the
+// client's default prints them).
 func (s *testServer) connect(opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
 	s.t.Helper()
+	opts = append([]nats.Option{nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})}, opts...)
 	nc, err := nats.Connect(s.url(), opts...)
 	if err != nil {
 		s.t.Fatal(err)
@@ -89,4 +94,14 @@ func (s *testServer) connect(opts ...nats.Option) (*nats.Conn, jetstream.JetStre
 		s.t.Fatal(err)
 	}
 	return nc, js
+}
+
+// newStore returns a store on js, failing the test on an error.
+func newStore(t testing.TB, js jetstream.JetStream, opts ...jskv.Option) *jskv.Store {
+	t.Helper()
+	s, err := jskv.New(js, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

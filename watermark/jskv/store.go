@@ -35,7 +35,7 @@ func New(js jetstream.JetStream, opts ...Option) (*Store, error) {
 		if o == nil {
 			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
 		}
-		if err := o(&cfg); err != nil {
+		if err := o.apply(&cfg); err != nil {
 			return nil, err
 		}
 	}

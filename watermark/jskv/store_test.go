@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/runnel-dev/runnel/watermark"
-	"github.com/runnel-dev/runnel/watermark/jskv"
 	"github.com/runnel-dev/runnel/watermark/storetest"
 )
 
@@ -13,10 +12,6 @@ import (
 func TestStoreContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) watermark.Store {
 		_, js := startServer(t).connect()
-		s, err := jskv.New(js)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+		return newStore(t, js)
 	})
 }

@@ -11,6 +11,10 @@
 // everything after OpSynced in order; changes made while a watcher lags are
 // made to distinct keys, so a store that coalesces per key and one that
 // does not both pass.
+//
+// [StartWatch] serves an implementation's own tests (a restarted server, a
+// dropped connection): a watch on its own goroutine, with expectations that
+// fail the test instead of hanging it.
 package storetest
 
 import (
@@ -19,6 +23,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,8 +33,9 @@ import (
 
 // waitTimeout bounds every wait for a watch, so a broken store fails a test
 // instead of hanging it. It is not a timing assertion: a correct store is
-// orders of magnitude faster.
-const waitTimeout = 30 * time.Second
+// orders of magnitude faster, except where a test restarts a server (a
+// JetStream watch then resumes after up to two missed 5s heartbeats).
+const waitTimeout = 60 * time.Second
 
 // Run runs the contract suite, one subtest per promise. newStore returns a
 // new, empty store for each subtest; it may register cleanups on t.
@@ -51,6 +57,7 @@ func Run(t *testing.T, newStore func(t *testing.T) watermark.Store) {
 		{"WatchEndsOnCancel", testWatchEndsOnCancel},
 		{"WatchCancelledBeforeStart", testWatchCancelledBeforeStart},
 		{"WatchBreakThenWatchAgain", testWatchBreakThenWatchAgain},
+		{"ConcurrentDeletesAnnounceOnce", testConcurrentDeletesAnnounceOnce},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.f(t, newStore(t)) })
 	}
@@ -129,6 +136,7 @@ func testNames(t *testing.T, s watermark.Store) {
 		{"", "k"}, {"a.b", "k"}, {"a b", "k"}, {"a/b", "k"}, {"a*", "k"}, {"a>", "k"},
 		{"b", ""}, {"b", "k*"}, {"b", "k>"}, {"b", "k k"}, {"b", "ké"},
 		{"b", ".k"}, {"b", "k."}, {"b", "a..b"},
+		{strings.Repeat("b", 253), "k"},
 	} {
 		if err := s.Put(ctx, c.bucket, c.key, []byte("v")); !errors.Is(err, watermark.ErrInvalidName) {
 			t.Errorf("Put(%q, %q): %v, want ErrInvalidName", c.bucket, c.key, err)
@@ -140,10 +148,13 @@ func testNames(t *testing.T, s watermark.Store) {
 			t.Errorf("Delete(%q, %q): %v, want ErrInvalidName", c.bucket, c.key, err)
 		}
 	}
-	// The widest valid names: every allowed character.
+	// The widest valid names: every allowed character, the longest bucket.
 	const bucket, key = "edge_A-z09", "wmb.a=/b_C-9.3"
 	mustPut(t, s, bucket, key, "v")
 	mustGet(t, s, bucket, key, "v")
+	long := strings.Repeat("b", 252)
+	mustPut(t, s, long, key, "v")
+	mustGet(t, s, long, key, "v")
 	for _, bucket := range []string{"", "a.b", "a b"} {
 		var errs []error
 		for _, err := range s.Watch(ctx, bucket) {
@@ -235,16 +246,16 @@ func testWatchEmptyBucket(t *testing.T, s watermark.Store) {
 // a watcher started later starts from the values current then.
 func testWatchersIndependent(t *testing.T, s watermark.Store) {
 	mustPut(t, s, "b", "a", "1")
-	first, _ := startWatch(t, s, "b")
-	expect(t, first, "put a=1", "synced =")
+	first := StartWatch(t, s, "b")
+	first.Expect("put a=1", "synced =")
 	mustPut(t, s, "b", "b", "2")
-	expect(t, first, "put b=2")
-	second, _ := startWatch(t, s, "b")
-	expectSet(t, second, "put a=1", "put b=2")
-	expect(t, second, "synced =")
+	first.Expect("put b=2")
+	second := StartWatch(t, s, "b")
+	second.ExpectSet("put a=1", "put b=2")
+	second.Expect("synced =")
 	mustDelete(t, s, "b", "a")
-	expect(t, first, "delete a=")
-	expect(t, second, "delete a=")
+	first.Expect("delete a=")
+	second.Expect("delete a=")
 }
 
 // testWatchLaggingKeepsOrder: writers do not wait for a watcher stuck in its
@@ -292,17 +303,10 @@ func testWatchLaggingKeepsOrder(t *testing.T, s watermark.Store) {
 
 func testWatchEndsOnCancel(t *testing.T, s watermark.Store) {
 	mustPut(t, s, "b", "k", "v")
-	updates, cancel := startWatch(t, s, "b")
-	expect(t, updates, "put k=v", "synced =")
-	cancel()
-	select {
-	case r, ok := <-updates:
-		if ok {
-			t.Fatalf("after cancel the watch yielded %q, %v; want it to end", Render([]watermark.Update{r.u}), r.err)
-		}
-	case <-time.After(waitTimeout):
-		t.Fatal("the watch did not end after its context was cancelled")
-	}
+	w := StartWatch(t, s, "b")
+	w.Expect("put k=v", "synced =")
+	w.Cancel()
+	w.ExpectEnd()
 }
 
 func testWatchCancelledBeforeStart(t *testing.T, s watermark.Store) {
@@ -322,6 +326,26 @@ func testWatchBreakThenWatchAgain(t *testing.T, s watermark.Store) {
 	mustPut(t, s, "b", "k", "2")
 	mustPut(t, s, "b", "j", "3")
 	checkWatch(t, watchUntilSynced(t, s, "b"), []string{"put j=3", "put k=2"}, nil)
+}
+
+// testConcurrentDeletesAnnounceOnce: deletes of one key racing each other
+// all succeed, and watchers see one deletion (the others found no key).
+func testConcurrentDeletesAnnounceOnce(t *testing.T, s watermark.Store) {
+	mustPut(t, s, "b", "k", "v")
+	w := StartWatch(t, s, "b")
+	w.Expect("put k=v", "synced =")
+	var wg sync.WaitGroup
+	start := make(chan struct{}) // released together, so their reads overlap
+	for range 32 {
+		wg.Go(func() {
+			<-start
+			mustDelete(t, s, "b", "k")
+		})
+	}
+	close(start)
+	wg.Wait()
+	mustPut(t, s, "b", "after", "1")
+	w.Expect("delete k=", "put after=1")
 }
 
 func mustPut(t *testing.T, s watermark.Store, bucket, key, value string) {
@@ -409,65 +433,104 @@ type result struct {
 	err error
 }
 
-// startWatch ranges over a watch on a goroutine, sending what it yields to
-// the returned channel, which is closed when the watch ends. The watch ends
-// when cancel is called, or at the latest when the test ends (and the test
-// waits for it).
-func startWatch(t *testing.T, s watermark.Store, bucket string) (_ <-chan result, cancel func()) {
-	ctx, cancel := context.WithCancel(t.Context())
-	out := make(chan result, 1024) // room for every update a test makes
+// Watch is a watch ranged over on a goroutine of its own, for tests that
+// make changes while it runs and then check what it yielded.
+type Watch struct {
+	t       *testing.T
+	updates chan result // closed when the watch ends
+	cancel  context.CancelFunc
+}
+
+// StartWatch starts watching bucket. The watch ends on Cancel, or at the
+// latest when the test ends (which waits for it).
+func StartWatch(t *testing.T, s watermark.Store, bucket string) *Watch {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &Watch{t: t, updates: make(chan result, 1024), cancel: cancel}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		defer close(out)
+		defer close(w.updates)
 		for u, err := range s.Watch(ctx, bucket) {
-			out <- result{u, err}
+			w.updates <- result{u, err}
 		}
 	}()
 	t.Cleanup(func() {
 		cancel()
 		<-done
 	})
-	return out, cancel
+	return w
 }
 
-// next receives one update of a startWatch channel.
-func next(t *testing.T, updates <-chan result) string {
-	t.Helper()
+// Cancel ends the watch's context.
+func (w *Watch) Cancel() { w.cancel() }
+
+// receive returns the next pair the watch yields; ok is false when the
+// watch has ended. It fails the test after waitTimeout.
+func (w *Watch) receive() (r result, ok bool) {
+	w.t.Helper()
 	select {
-	case r, ok := <-updates:
-		if !ok {
-			t.Fatal("the watch ended")
-		}
-		if r.err != nil {
-			t.Fatalf("the watch failed: %v", r.err)
-		}
-		return Render([]watermark.Update{r.u})[0]
+	case r, ok = <-w.updates:
+		return r, ok
 	case <-time.After(waitTimeout):
-		t.Fatalf("no update within %v", waitTimeout)
+		w.t.Fatalf("the watch yielded nothing and did not end within %v", waitTimeout)
+		return result{}, false
 	}
-	return ""
 }
 
-// expect receives the rendered updates want, in order.
-func expect(t *testing.T, updates <-chan result, want ...string) {
-	t.Helper()
-	for _, w := range want {
-		if got := next(t, updates); got != w {
-			t.Fatalf("watch yielded %q, want %q", got, w)
+// next returns the next update, rendered; the watch must neither end nor
+// fail.
+func (w *Watch) next() string {
+	w.t.Helper()
+	r, ok := w.receive()
+	if !ok {
+		w.t.Fatal("the watch ended")
+	}
+	if r.err != nil {
+		w.t.Fatalf("the watch failed: %v", r.err)
+	}
+	return Render([]watermark.Update{r.u})[0]
+}
+
+// Expect receives updates rendered as want ("put k=v", "delete k=",
+// "synced ="), in order.
+func (w *Watch) Expect(want ...string) {
+	w.t.Helper()
+	for _, x := range want {
+		if got := w.next(); got != x {
+			w.t.Fatalf("watch yielded %q, want %q", got, x)
 		}
 	}
 }
 
-// expectSet receives len(want) updates, in any order.
-func expectSet(t *testing.T, updates <-chan result, want ...string) {
-	t.Helper()
+// ExpectSet receives len(want) updates, in any order.
+func (w *Watch) ExpectSet(want ...string) {
+	w.t.Helper()
 	var got []string
 	for range want {
-		got = append(got, next(t, updates))
+		got = append(got, w.next())
 	}
 	slices.Sort(got)
-	if w := slices.Sorted(slices.Values(want)); !slices.Equal(got, w) {
-		t.Fatalf("watch yielded %q, want %q in any order", got, w)
+	if x := slices.Sorted(slices.Values(want)); !slices.Equal(got, x) {
+		w.t.Fatalf("watch yielded %q, want %q in any order", got, x)
 	}
+}
+
+// ExpectEnd waits for the watch to end without yielding anything more.
+func (w *Watch) ExpectEnd() {
+	w.t.Helper()
+	if r, ok := w.receive(); ok {
+		w.t.Fatalf("watch yielded %q, %v; want it to end", Render([]watermark.Update{r.u}), r.err)
+	}
+}
+
+// ExpectFailure waits for the watch to yield an error, as its last pair,
+// and end; it returns the error.
+func (w *Watch) ExpectFailure() error {
+	w.t.Helper()
+	r, ok := w.receive()
+	if !ok || r.err == nil {
+		w.t.Fatalf("watch yielded %q (ended: %v); want an error", Render([]watermark.Update{r.u}), !ok)
+	}
+	w.ExpectEnd()
+	return r.err
 }
