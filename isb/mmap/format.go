@@ -83,6 +83,10 @@ func decodeRecord(seg []byte, pos int, want int64) (payload []byte, next int, em
 type segmentHeader struct {
 	first int64 // offset of the segment's first record (also in its name)
 	next  int64 // offset after its last record once sealed, else unsealed
+	// size is the file's size in bytes, fixed when it is created: a crash
+	// never changes it, so a file of another size was truncated (or
+	// extended) by something else.
+	size uint32
 }
 
 func (h segmentHeader) encode(b []byte) {
@@ -90,8 +94,8 @@ func (h segmentHeader) encode(b []byte) {
 	binary.LittleEndian.PutUint32(b[4:], segmentVersion)
 	binary.LittleEndian.PutUint64(b[8:], uint64(h.first))
 	binary.LittleEndian.PutUint64(b[16:], uint64(h.next))
-	binary.LittleEndian.PutUint32(b[24:], crc32.Checksum(b[0:24], castagnoli))
-	binary.LittleEndian.PutUint32(b[28:], 0)
+	binary.LittleEndian.PutUint32(b[24:], h.size)
+	binary.LittleEndian.PutUint32(b[28:], crc32.Checksum(b[0:28], castagnoli))
 }
 
 func decodeSegmentHeader(b []byte) (segmentHeader, string) {
@@ -104,10 +108,10 @@ func decodeSegmentHeader(b []byte) (segmentHeader, string) {
 	if v := binary.LittleEndian.Uint32(b[4:]); v != segmentVersion {
 		return segmentHeader{}, fmt.Sprintf("unknown segment version %d", v)
 	}
-	if got, want := crc32.Checksum(b[0:24], castagnoli), binary.LittleEndian.Uint32(b[24:]); got != want {
+	if got, want := crc32.Checksum(b[0:28], castagnoli), binary.LittleEndian.Uint32(b[28:]); got != want {
 		return segmentHeader{}, fmt.Sprintf("header crc32c %#x, stored %#x", got, want)
 	}
-	h := segmentHeader{first: int64(binary.LittleEndian.Uint64(b[8:])), next: int64(binary.LittleEndian.Uint64(b[16:]))}
+	h := segmentHeader{first: int64(binary.LittleEndian.Uint64(b[8:])), next: int64(binary.LittleEndian.Uint64(b[16:])), size: binary.LittleEndian.Uint32(b[24:])}
 	if h.first < 0 || (h.next != unsealed && h.next < h.first) {
 		return segmentHeader{}, fmt.Sprintf("header offsets first=%d next=%d are inconsistent", h.first, h.next)
 	}

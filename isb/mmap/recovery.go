@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 )
 
 // openPartition opens partition id of the topic, creating it when its
@@ -363,8 +364,11 @@ func appendDamaged(pos []uint32, bad, next int, count int64) []uint32 {
 // resetTail discards whatever lies after the last intact record of the
 // active segment: a torn record, or records that were written after it but
 // never flushed in order. Left in place, such bytes could pass as valid
-// records once new, shorter records are written over the tear. Truncating
-// and re-extending the file is a metadata operation: it never writes zeros.
+// records once new, shorter records are written over the tear. Punching a
+// hole is a metadata operation that never writes zeros and keeps the
+// file's size, so a crash during it leaves a file recovery accepts; where
+// the file system cannot punch holes, the file is truncated and extended
+// again (a crash in between leaves a short file, reported as truncated).
 func (p *partition[T]) resetTail(cur writePos) error {
 	f, err := os.OpenFile(cur.seg.path, os.O_RDWR, 0)
 	if err != nil {
@@ -372,9 +376,12 @@ func (p *partition[T]) resetTail(cur writePos) error {
 	}
 	defer f.Close()
 	size := int64(cur.seg.size)
-	err = f.Truncate(int64(cur.pos))
-	if err == nil {
-		err = preallocate(f, int64(cur.pos), size-int64(cur.pos))
+	err = unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, int64(cur.pos), size-int64(cur.pos))
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		err = f.Truncate(int64(cur.pos))
+		if err == nil {
+			err = preallocate(f, int64(cur.pos), size-int64(cur.pos))
+		}
 	}
 	if err == nil {
 		err = f.Sync()

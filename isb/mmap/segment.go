@@ -61,7 +61,7 @@ func createSegment(dir string, first, size int64) (*segment, error) {
 		return fail(err)
 	}
 	var hdr [segmentHeaderSize]byte
-	segmentHeader{first: first, next: unsealed}.encode(hdr[:])
+	segmentHeader{first: first, next: unsealed, size: uint32(size)}.encode(hdr[:])
 	if _, err := f.WriteAt(hdr[:], 0); err != nil {
 		return fail(err)
 	}
@@ -115,6 +115,12 @@ func openSegment(path string, first int64) (*segment, error) {
 	}
 	if reason != "" {
 		return nil, corrupt(path, 0, "%s", reason)
+	}
+	if int64(h.size) != st.Size() {
+		// Records past the end of a truncated file are lost, and a crash
+		// never resizes a segment: this is damage, whatever the records
+		// left say.
+		return nil, corrupt(path, min(st.Size(), int64(h.size)), "the file is %d bytes but was created with %d: truncated or extended", st.Size(), h.size)
 	}
 	// The index of a recovered segment is built on demand by readers;
 	// recovery moves eagerFirst to where its scan began.
@@ -205,7 +211,7 @@ func (s *segment) sync(from, to int) error {
 // seal records in the header that the segment ends before offset next and
 // flushes the header.
 func (s *segment) seal(next int64) error {
-	segmentHeader{first: s.first, next: next}.encode(s.data[:segmentHeaderSize])
+	segmentHeader{first: s.first, next: next, size: uint32(s.size)}.encode(s.data[:segmentHeaderSize])
 	if err := s.sync(0, segmentHeaderSize); err != nil {
 		return err
 	}
