@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // The damage table: each row damages a topic directory after a clean close
@@ -53,7 +56,11 @@ type outcome struct {
 	lost    []int64 // offsets that read as a *CorruptError naming lostIn
 	lostIn  string
 	keep    []string // files recovery must leave in place
+	log     string   // a message the first open must log
+	commit  int64    // the commit of g (0: damageCommit)
 }
+
+func (o outcome) logs(msg string) outcome { o.log = msg; return o }
 
 func opens(tail int64, lostIn string, lost ...int64) outcome {
 	return outcome{tail: tail, lost: lost, lostIn: lostIn}
@@ -83,7 +90,7 @@ func TestDamageTable(t *testing.T) {
 			r := l.recs[l.active()][len(l.recs[l.active()])/2]
 			flipByte(t, file(dir, r.file), r.from+recordHeaderSize+1)
 			o := opens(n, r.file, r.offset)
-			return o, o
+			return o, o.logs("damaged records kept")
 		}},
 		{"flipped payload byte in a sealed segment", func(t *testing.T, dir string, l layout) (outcome, outcome) {
 			r := l.recs[l.sealed()][3]
@@ -106,7 +113,19 @@ func TestDamageTable(t *testing.T) {
 			// Clean: producer.offset covers it, so it was flushed: damaged,
 			// kept, reported. Crash: past producer.offset with nothing
 			// after it, as a torn write leaves it: cut (and logged).
-			return opens(n, r.file, r.offset), opens(n-1, "")
+			return opens(n, r.file, r.offset).logs("damaged record before the producer checkpoint"), opens(n-1, "").logs("cut a torn record")
+		}},
+		{"flipped byte in the last record, which a group committed", func(t *testing.T, dir string, l layout) (outcome, outcome) {
+			recs := l.recs[l.active()]
+			r := recs[len(recs)-1]
+			flipByte(t, file(dir, r.file), r.from+recordHeaderSize+1)
+			patchCheckpoint(t, file(dir, filepath.Join(offsetsDir, "g", consumerFile)), kindConsumer, func(v *checkpoint) { v[0] = n })
+			// A commit flushes what it covers: the record was written
+			// whole, so even past producer.offset it is damage, not a
+			// torn write.
+			o := opens(n, r.file, r.offset)
+			o.commit = n
+			return o, o
 		}},
 		{"torn last record: its second half never written", func(t *testing.T, dir string, l layout) (outcome, outcome) {
 			recs := l.recs[l.active()]
@@ -163,28 +182,28 @@ func TestDamageTable(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			o := opens(n, "")
+			o := opens(n, "").logs("did not write")
 			o.keep = strayFiles(dir)
 			return o, o
 		}},
 		{"producer.offset missing", func(t *testing.T, dir string, l layout) (outcome, outcome) {
 			os.Remove(file(dir, producerFile))
-			o := opens(n, "")
+			o := opens(n, "").logs("rebuilding producer.offset")
 			return o, o
 		}},
 		{"producer.offset damaged", func(t *testing.T, dir string, l layout) (outcome, outcome) {
 			flipByte(t, file(dir, producerFile), 20)
-			o := opens(n, "")
+			o := opens(n, "").logs("rebuilding producer.offset")
 			return o, o
 		}},
 		{"earliest.offset missing", func(t *testing.T, dir string, l layout) (outcome, outcome) {
 			os.Remove(file(dir, earliestFile))
-			o := opens(n, "")
+			o := opens(n, "").logs("rebuilding earliest.offset")
 			return o, o
 		}},
 		{"earliest.offset damaged", func(t *testing.T, dir string, l layout) (outcome, outcome) {
 			flipByte(t, file(dir, earliestFile), 13)
-			o := opens(n, "")
+			o := opens(n, "").logs("rebuilding earliest.offset")
 			return o, o
 		}},
 		{"consumer.offset missing", func(t *testing.T, dir string, l layout) (outcome, outcome) {
@@ -223,7 +242,11 @@ func TestDamageTable(t *testing.T) {
 // new items: a damaged record never breaks the log for later writes.
 func checkOutcome(t *testing.T, dir string, want outcome) {
 	t.Helper()
-	b, err := openErr(dir, 1, SegmentSize(damageSegment))
+	core, logs := observer.New(zap.InfoLevel)
+	b, err := openErr(dir, 1, SegmentSize(damageSegment), Logger(zap.New(core)))
+	if want.log != "" && logs.FilterMessageSnippet(want.log).Len() == 0 {
+		t.Errorf("open did not log %q; logged %v", want.log, logs.All())
+	}
 	if want.openErr != "" {
 		ce := wantCorrupt(t, err, want.openErr)
 		if ce.Reason == "" {
@@ -267,8 +290,11 @@ func checkReadable(t *testing.T, b *Backend[string], want outcome) {
 	if l.Head() != 0 || l.Tail() != want.tail {
 		t.Fatalf("log [%d, %d), want [0, %d)", l.Head(), l.Tail(), want.tail)
 	}
-	if c, ok := l.Committed("g"); !ok || c != damageCommit {
-		t.Fatalf("commit of g = %d, %v; want %d", c, ok, damageCommit)
+	if want.commit == 0 {
+		want.commit = damageCommit
+	}
+	if c, ok := l.Committed("g"); !ok || c != want.commit {
+		t.Fatalf("commit of g = %d, %v; want %d", c, ok, want.commit)
 	}
 	for off := int64(0); off < want.tail; off++ {
 		got, err := l.Read(off, 1, nil)

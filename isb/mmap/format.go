@@ -121,9 +121,9 @@ func decodeSegmentHeader(b []byte) (segmentHeader, string) {
 // findRecord looks for the first intact record after the damaged one at
 // pos, which should hold offset want, so that one damaged record does not
 // cost the records after it. It tries where the damaged record's length
-// field says it ends (the record at want+1), then every byte position up
-// to the end of seg for a record holding an offset in (want, limit). It
-// returns that record's position and offset. A crash never leaves an
+// field says it ends (the record at want+1), then every byte position from
+// pos to the end of seg for a record holding an offset in (want, limit).
+// It returns that record's position and offset. A crash never leaves an
 // intact record after a torn one, so ok means the damage is not a torn
 // tail.
 func findRecord(seg []byte, pos int, want, limit int64) (at int, off int64, ok bool) {
@@ -136,7 +136,9 @@ func findRecord(seg []byte, pos int, want, limit int64) (at int, off int64, ok b
 			return q, want + 1, true
 		}
 	}
-	for q := pos + 1; q+recordOverhead <= len(seg); q++ {
+	// From pos itself: after a recovery kept damaged records at the tail,
+	// appends overwrite them, so pos may hold a later record.
+	for q := pos; q+recordOverhead <= len(seg); q++ {
 		// The offset field is the cheapest filter: only a plausible one
 		// costs a checksum.
 		off := int64(binary.LittleEndian.Uint64(seg[q+8:]))

@@ -34,6 +34,10 @@ type segment struct {
 	// eagerFirst, found by scanning from the segment start on demand.
 	lazy    []uint32
 	lazyEnd int // position after the last lazily indexed record
+	// lazyLimit is where the records below eagerFirst end at the latest
+	// (the producer checkpoint's position in its segment, else the file's
+	// end): resynchronising after a damaged record searches no further.
+	lazyLimit int
 	// eager holds positions of offsets eagerFirst, eagerFirst+1, ...,
 	// known without scanning (written in this process or scanned by
 	// recovery).
@@ -72,7 +76,7 @@ func createSegment(dir string, first, size int64) (*segment, error) {
 	if err != nil {
 		return fail(err)
 	}
-	return &segment{first: first, path: path, size: int(size), data: data, next: unsealed, eagerFirst: first, lazyEnd: segmentHeaderSize}, nil
+	return &segment{first: first, path: path, size: int(size), data: data, next: unsealed, eagerFirst: first, lazyEnd: segmentHeaderSize, lazyLimit: int(size)}, nil
 }
 
 // publish renames a created segment to its final name and makes the name
@@ -128,7 +132,7 @@ func openSegment(path string, first int64) (*segment, error) {
 	if h.next == unsealed {
 		eagerFirst = first
 	}
-	return &segment{first: first, path: path, size: int(st.Size()), next: h.next, eagerFirst: eagerFirst, lazyEnd: segmentHeaderSize}, nil
+	return &segment{first: first, path: path, size: int(st.Size()), next: h.next, eagerFirst: eagerFirst, lazyEnd: segmentHeaderSize, lazyLimit: int(st.Size())}, nil
 }
 
 // ensureMapped maps the segment if it is not yet. Readers call it under
@@ -193,6 +197,26 @@ func guarded(f func() error) (err error) {
 		}
 	}()
 	return f()
+}
+
+// dataEnd returns where the data around or after byte pos ends: the start
+// of the next hole, or the file's end. Records lie only in data: the rest
+// of a segment is a hole (preallocated by ftruncate, or punched by
+// resetTail), and a crash leaves nothing intact after a torn record. So
+// recovery looks for intact records after a damaged one only up to here,
+// and never reads (nor fills the page cache with) the empty rest of a
+// large segment. A file system that reports no holes yields the file's end.
+func (s *segment) dataEnd(pos int) int {
+	f, err := os.Open(s.path)
+	if err != nil {
+		return len(s.data)
+	}
+	defer f.Close()
+	end, err := unix.Seek(int(f.Fd()), int64(pos), unix.SEEK_HOLE)
+	if err != nil || end > int64(len(s.data)) || end < int64(pos) {
+		return len(s.data)
+	}
+	return int(end)
 }
 
 // sync flushes data[from:to] of the mapping to disk (from is rounded down
@@ -274,7 +298,7 @@ func (s *segment) position(offset int64) (int, error) {
 		}
 		// The eager index starts at eagerFirst: a record found there
 		// ends the lazy part.
-		at, found, ok := findRecord(s.data, s.lazyEnd, o, s.eagerFirst+1)
+		at, found, ok := findRecord(s.data[:s.lazyLimit], s.lazyEnd, o, s.eagerFirst+1)
 		if !ok {
 			// Nothing intact up to the eager part: every offset left
 			// reads as the damaged record.
