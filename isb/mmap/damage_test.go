@@ -80,12 +80,13 @@ func (l layout) active() string { return l.segs[len(l.segs)-1] }
 
 func TestDamageTable(t *testing.T) {
 	const n = damageItems
-	rows := []struct {
+	type row struct {
 		name string
 		// damage damages dir and returns the outcome after a clean close
 		// and after a crash.
 		damage func(t *testing.T, dir string, l layout) (clean, crash outcome)
-	}{
+	}
+	rows := []row{
 		{"flipped payload byte in the active segment, intact records after it", func(t *testing.T, dir string, l layout) (outcome, outcome) {
 			r := l.recs[l.active()][len(l.recs[l.active()])/2]
 			flipByte(t, file(dir, r.file), r.from+recordHeaderSize+1)
@@ -186,36 +187,30 @@ func TestDamageTable(t *testing.T) {
 			o.keep = strayFiles(dir)
 			return o, o
 		}},
-		{"producer.offset missing", func(t *testing.T, dir string, l layout) (outcome, outcome) {
-			os.Remove(file(dir, producerFile))
-			o := opens(n, "").logs("rebuilding producer.offset")
-			return o, o
-		}},
-		{"producer.offset damaged", func(t *testing.T, dir string, l layout) (outcome, outcome) {
-			flipByte(t, file(dir, producerFile), 20)
-			o := opens(n, "").logs("rebuilding producer.offset")
-			return o, o
-		}},
-		{"earliest.offset missing", func(t *testing.T, dir string, l layout) (outcome, outcome) {
-			os.Remove(file(dir, earliestFile))
-			o := opens(n, "").logs("rebuilding earliest.offset")
-			return o, o
-		}},
-		{"earliest.offset damaged", func(t *testing.T, dir string, l layout) (outcome, outcome) {
-			flipByte(t, file(dir, earliestFile), 13)
-			o := opens(n, "").logs("rebuilding earliest.offset")
-			return o, o
-		}},
-		{"consumer.offset missing", func(t *testing.T, dir string, l layout) (outcome, outcome) {
-			os.Remove(file(dir, filepath.Join(offsetsDir, "g", consumerFile)))
-			o := fails(consumerFile)
-			return o, o
-		}},
-		{"consumer.offset damaged", func(t *testing.T, dir string, l layout) (outcome, outcome) {
-			flipByte(t, file(dir, filepath.Join(offsetsDir, "g", consumerFile)), 13)
-			o := fails(consumerFile)
-			return o, o
-		}},
+	}
+	// Each checkpoint missing, then damaged: the producer's and the
+	// earliest offset are rebuilt from the checksummed records, a group's
+	// commit cannot be and fails the open.
+	for _, c := range []struct {
+		path string // below the partition directory
+		want outcome
+	}{
+		{producerFile, opens(n, "").logs("rebuilding producer.offset")},
+		{earliestFile, opens(n, "").logs("rebuilding earliest.offset")},
+		{filepath.Join(offsetsDir, "g", consumerFile), fails(consumerFile)},
+	} {
+		name := filepath.Base(c.path)
+		rows = append(rows,
+			row{name + " missing", func(t *testing.T, dir string, l layout) (outcome, outcome) {
+				if err := os.Remove(file(dir, c.path)); err != nil {
+					t.Fatal(err)
+				}
+				return c.want, c.want
+			}},
+			row{name + " damaged", func(t *testing.T, dir string, l layout) (outcome, outcome) {
+				flipByte(t, file(dir, c.path), 20)
+				return c.want, c.want
+			}})
 	}
 	for _, row := range rows {
 		for _, crash := range []bool{false, true} {
