@@ -53,7 +53,10 @@ type Log[T any] interface {
 	// Tail(). It may return fewer (for example at a segment boundary) but at
 	// least one. It may return a slice that aliases storage, or decode into
 	// buf (len(buf) >= max) and return buf[:n]. The result is valid until the
-	// caller's next Read or until offset is released.
+	// caller's next Read or until offset is released. A damaged record is an
+	// error matching ErrCorrupt when it is the first one asked for, and ends
+	// a batch before it otherwise; a Read of the offset after it still
+	// returns the records that follow (consumers step past it with Skip).
 	Read(offset int64, max int, buf []T) ([]T, error)
 	// Head is the earliest retained offset.
 	Head() int64

@@ -11,6 +11,8 @@ import (
 
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/isb/isbtest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // damagedTopic is a topic of two partitions holding 0..9 in partition 0
@@ -43,7 +45,8 @@ func TestDamagedPartitionDoesNotStallOthers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	tp := damagedTopic(t)
-	c, err := tp.PullConsumer("g", isb.BatchSize(3))
+	core, logs := observer.New(zap.InfoLevel)
+	c, err := tp.PullConsumer("g", isb.BatchSize(3), isb.Logger(zap.New(core)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +92,10 @@ func TestDamagedPartitionDoesNotStallOthers(t *testing.T) {
 	}
 	if c.Skipped() != 1 {
 		t.Fatalf("Skipped() = %d, want 1", c.Skipped())
+	}
+	if l := logs.FilterMessageSnippet("skipped a damaged record").All(); len(l) != 1 ||
+		l[0].ContextMap()["partition"] != int64(0) || l[0].ContextMap()["offset"] != int64(4) {
+		t.Fatalf("Skip logged %v, want one line naming partition 0 offset 4", logs.All())
 	}
 	// Auto commit: everything up to the damaged record and the skip
 	// itself were committed; the last batch commits with the next Pull.

@@ -16,8 +16,15 @@
 // of one partition. Progress is committed automatically on the next Pull, or
 // manually with Commit (the last batch) and CommitTo (everything below an
 // offset). Commits are idempotent, never move backwards and never pass what
-// was delivered. A [PushConsumer] calls a handler with batches from N
-// goroutines.
+// was delivered. A new group starts at the earliest retained item
+// ([Topic.Earliest]). A [PushConsumer] calls a handler with batches from N
+// goroutines; a handler panic becomes a *[PanicError].
+//
+// Damaged storage never stalls a consumer: a partition whose read fails
+// returns a *[ReadError] naming the partition and offset in its round-robin
+// turn, and the consumer's other partitions keep flowing. A damaged record
+// (the error matches [ErrCorrupt]) is stepped past with [PullConsumer.Skip],
+// which counts and logs it; push consumers report it to OnError and skip it.
 //
 // Capacity is optional and shared by a topic's partitions. It is released as
 // the minimum committed offset over all known groups advances. When a topic
@@ -33,8 +40,9 @@
 //
 // Closing a topic wakes every blocked producer and consumer with
 // [ErrClosed] before the storage is closed. Errors match the package's
-// sentinels with errors.Is, or are *[OptionError] (an invalid option, named)
-// and *[TypeError] (a registry lookup with the wrong element type).
+// sentinels with errors.Is, or are *[OptionError] (an invalid option, named),
+// *[TypeError] (a registry lookup with the wrong element type), *[ReadError]
+// and *[PanicError].
 //
 // The storage is a [Backend]: isb/memory (the fast default), isb/mmap
 // (durable, memory-mapped files) and isb/jetstream (remote). Storage

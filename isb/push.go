@@ -79,22 +79,20 @@ func (pc *PushConsumer[T]) run(ctx context.Context, c *PullConsumer[T]) {
 			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 				return
 			}
+			partition, offset := -1, int64(-1)
 			var re *ReadError
-			if errors.As(err, &re) && errors.Is(err, ErrCorrupt) {
+			if errors.As(err, &re) {
+				partition, offset = re.Partition, re.Offset
+			}
+			pc.report(partition, offset, err)
+			if re != nil && errors.Is(err, ErrCorrupt) {
 				// A damaged record never reads: retrying would stall
-				// the partition forever. Report it, step past it, go on.
-				pc.report(re.Partition, re.Offset, err)
-				if _, serr := c.Skip(re.Partition); serr == nil {
+				// the partition forever. Step past it and go on.
+				if _, err := c.Skip(re.Partition); err == nil {
 					continue
 				}
 			}
-			// A storage failure: report it and try again later rather
-			// than spin on it.
-			if re != nil {
-				pc.report(re.Partition, re.Offset, err)
-			} else {
-				pc.report(-1, -1, err)
-			}
+			// A storage failure: try again later rather than spin on it.
 			if !sleep(ctx, backoff) {
 				return
 			}

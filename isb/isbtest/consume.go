@@ -236,8 +236,8 @@ func (s suite) lateGroup(t *testing.T) {
 	// committed, 0 where it frees whole segments.
 	pending := tp.Pending("b")
 	head := 10 - pending
-	if head < 0 || head > 6 {
-		t.Fatalf("Pending(b) = %d before b exists: the earliest retained item would be %d, outside [0, 6]", pending, head)
+	if head < 0 || head > 6 || head != tp.Earliest(0) {
+		t.Fatalf("Pending(b) = %d before b exists: it would start at %d; the earliest retained item is %d (and at most 6)", pending, head, tp.Earliest(0))
 	}
 	b := consumer(t, tp, "b", isb.BatchSize(10))
 	if u, n := tp.Used(), tp.Pending("b"); u != pending || n != pending {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -117,6 +118,7 @@ func TestCrash(t *testing.T) {
 	start := time.Now()
 	var lines, appends, commits int
 	for round := range rounds {
+		m.verifyDamaged(t, dir, round, rng)
 		resume := m.verify(t, dir, round)
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), childEnv+"=crash", "MMAP_TEST_DIR="+dir, "MMAP_TEST_ROUND="+strconv.Itoa(round))
@@ -233,6 +235,61 @@ func (m *crashModel) verify(t *testing.T, dir string, round int) (resume [crashP
 		}
 	}
 	return resume
+}
+
+// verifyDamaged flips a byte in the payload of a random record of a copy
+// of dir and opens the copy: the damaged record reads as a *CorruptError
+// (or, if it is the last record past the producer checkpoint, is cut as a
+// torn tail would be), and every other acknowledged item reads back
+// intact.
+func (m *crashModel) verifyDamaged(t *testing.T, dir string, round int, rng *rand.Rand) {
+	t.Helper()
+	if round == 0 {
+		return
+	}
+	cp := snapshot(t, dir)
+	p := rng.IntN(crashParts)
+	recs := partitionRecords(t, cp, p)
+	if len(recs) == 0 {
+		return
+	}
+	r := recs[rng.IntN(len(recs))]
+	payload := r.to - r.from - recordOverhead
+	flipByte(t, filepath.Join(partDir(cp, p), r.file), r.from+recordHeaderSize+rng.Int64N(payload))
+	b, err := New[string](cp, crashOptions()...)
+	if err == nil {
+		err = b.Open(testTopic, crashParts)
+	}
+	if err != nil {
+		t.Fatalf("after round %d, record %d of partition %d damaged: open: %v", round-1, r.offset, p, err)
+	}
+	defer b.Close()
+	for q := range crashParts {
+		l := b.Partition(q)
+		for off, want := range m.acked[q] {
+			if off < l.Head() {
+				continue
+			}
+			if q == p && off == r.offset {
+				if off == l.Tail() {
+					continue // the last record, past the checkpoint: cut
+				}
+				if _, err := l.Read(off, 1, nil); err == nil {
+					t.Fatalf("after round %d: damaged record %d of partition %d read without an error", round-1, off, p)
+				} else {
+					wantCorrupt(t, err, r.file)
+				}
+				continue
+			}
+			if off >= l.Tail() {
+				t.Fatalf("after round %d, record %d of partition %d damaged: partition %d lost acknowledged offset %d (tail %d)", round-1, r.offset, p, q, off, l.Tail())
+			}
+			got, err := l.Read(off, 1, nil)
+			if err != nil || got[0] != want {
+				t.Fatalf("after round %d, record %d of partition %d damaged: partition %d offset %d: %q, %v; want %q", round-1, r.offset, p, q, off, got, err, want)
+			}
+		}
+	}
 }
 
 func atoi(s string) int {

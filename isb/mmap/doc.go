@@ -10,6 +10,7 @@
 // # Layout
 //
 //	{dir}/{topic}/                          exclusive flock while open
+//	    topic.meta                          format version, partitions, codec, type
 //	    partition-00000/
 //	        00000000000000000000.seg        segment, named by its first offset
 //	        00000000000000004711.seg
@@ -17,8 +18,33 @@
 //	        earliest.offset                 first retained offset
 //	        offsets/{escaped group}/consumer.offset
 //
+// The first commit of a group builds its directory as offsets/.tmp-{group}
+// with consumer.offset inside and renames it into place; DeleteGroup renames
+// it away before removing it. A group directory therefore always holds its
+// checkpoint.
+//
 // Group names are escaped into one path component, reversibly: bytes outside
 // [A-Za-z0-9_-] (and a leading '.') become %XX, the empty name is "%".
+// Temporary names are this package's own: a segment or checkpoint name plus
+// ".tmp", "partition-NNNNN.tmp", and ".tmp-{escaped group}" in offsets/
+// (no escaped name starts with '.'). Open removes those and leaves any other
+// file alone (logging it).
+//
+// # Topic metadata
+//
+// topic.meta is written once, atomically, before the first partition:
+//
+//	+--------+---------+------------+---------+-------+---------+------+--------+
+//	| "RNLT" | format  | partitions | len u16 | codec | len u16 | type | crc32c |
+//	| u32    | version | u32        |         | name  |         | name | of all |
+//	+--------+---------+------------+---------+-------+---------+------+--------+
+//
+// An Open asking for another partition count (which would move keyed items
+// to other partitions), codec (which would decode wrong values) or element
+// type (import path and name; a struct read as another struct decodes zero
+// values) is a *MismatchError saying what is stored and what was asked;
+// nothing is changed on disk. A topic directory with partitions and no
+// metadata file is a *CorruptError.
 //
 // # Segment
 //
@@ -35,15 +61,17 @@
 //	+-----------------+--------+--------+-----+--------+-------------+
 //
 //	segment header (32 bytes):
-//	+--------+---------+-------------+-------------+---------+----------+
-//	| "RNLS" | version | first  int64| next  int64 | crc32c  | reserved |
-//	| u32    | u32 = 1 | (= name)    | -1: active  | of 0:24 | u32      |
-//	+--------+---------+-------------+-------------+---------+----------+
-//	 0        4         8             16            24        28
+//	+--------+---------+-------------+-------------+-----------+---------+
+//	| "RNLS" | version | first  int64| next  int64 | file size | crc32c  |
+//	| u32    | u32 = 1 | (= name)    | -1: active  | u32       | of 0:28 |
+//	+--------+---------+-------------+-------------+-----------+---------+
+//	 0        4         8             16            24          28
 //
 // next is written when the segment is sealed at a rollover: the offset after
 // its last record, which must be the first offset of the next segment. It
-// lets Open detect a missing segment without reading any record.
+// lets Open detect a missing segment without reading any record. The file
+// size is fixed at creation and no crash changes it, so a file of another
+// size was truncated (or extended) by something else.
 //
 // # Record
 //
@@ -54,8 +82,7 @@
 //	 0            4            8              16            16+length
 //
 // The crc covers length, offset and payload. A record is valid only with a
-// matching crc, its expected offset and the end marker; the log ends at the
-// first record that is not. The payload is the item encoded by the topic's
+// matching crc, its expected offset and the end marker. The payload is the item encoded by the topic's
 // codec (isb/codec; JSON by default). A record must fit in one segment: a
 // larger item is a *TooLargeError naming both sizes.
 //
@@ -64,11 +91,11 @@
 // Each checkpoint file is replaced atomically (write a temporary file,
 // fsync, rename, fsync the directory):
 //
-//	+--------+----------+----------+----------+----------+----------+----------+---------+-----+
-//	| "RNLC" | kind u32 | v0 int64 | v1 int64 | v2 int64 | v3 int64 | v4 int64 | crc32c  | pad |
-//	|        | 1,2,3    |          |          |          |          |          | of 0:48 |     |
-//	+--------+----------+----------+----------+----------+----------+----------+---------+-----+
-//	 0        4          8          16         24         32         40         48        52   56
+//	+--------+---------+----------+----------+----------+----------+----------+----------+---------+
+//	| "RNLC" | version | kind u32 | v0 int64 | v1 int64 | v2 int64 | v3 int64 | v4 int64 | crc32c  |
+//	|        | u32 = 1 | 1,2,3    |          |          |          |          |          | of 0:52 |
+//	+--------+---------+----------+----------+----------+----------+----------+----------+---------+
+//	 0        4         8          12         20         28         36         44         52        56
 //
 //	kind 1 producer.offset: v0 tail offset, v1 first offset of its segment,
 //	                        v2 byte position of the tail there, v3 byte
@@ -89,23 +116,52 @@
 // # Recovery
 //
 // Open takes an exclusive flock on the topic directory (a second open, in
-// this or another process, fails with ErrLocked) and, per partition, reads
-// the checkpoints and one header per segment, checks the record just before
-// the producer checkpoint, then scans forward from it over records flushed
-// after it. The first invalid record ends the log: a torn or partial tail
-// is cut off (the file is truncated there and extended again) and
-// overwritten by the next append. A topic closed cleanly (Close marks the
-// producer checkpoint, the first append after open clears the mark) is
-// opened without writing anything. Open reads no record of the retained log
-// before the producer checkpoint: its cost grows only with the number of
-// segment files (one header read each, 4096 for a terabyte of 256 MiB
-// segments), not with the bytes they hold. Damage that cannot be a
-// crash's torn tail is a *CorruptError (matching isb.ErrCorrupt) naming the
-// file: a corrupt, ahead-of-log or off-boundary checkpoint, a missing
-// segment inside the retained range, a commit outside the log, or more
-// partition directories than the topic is opened with. A record that fails
-// its checks when a consumer reads it is returned by Read as a
-// *CorruptError too, so the consumer sees an error instead of stalling.
+// this or another process, fails with ErrLocked), checks topic.meta and,
+// per partition, reads the checkpoints and one header per segment, checks
+// the record just before the producer checkpoint, then scans forward from
+// it over records flushed after it. A topic closed cleanly (Close marks
+// the producer checkpoint, the first append after open clears the mark) is
+// opened without writing anything. Open reads no record of the retained
+// log before the producer checkpoint: its cost grows only with the number
+// of segment files (one header read each, 4096 for a terabyte of 256 MiB
+// segments), not with the bytes they hold.
+//
+// One rule decides what damage costs, the same after a clean close and
+// after a crash, because it looks only at the files:
+//
+//   - A record below producer.offset was flushed before the checkpoint was
+//     written, so it is never cut. If it is damaged it stays at its offset.
+//   - Past producer.offset, the first record of the active segment that
+//     fails its checks is a torn tail only if no intact record follows it
+//     in the segment: a crash leaves nothing but never-written bytes after
+//     a torn write. A torn tail is cut off (logged with segment, byte and
+//     offset: holes are punched, nothing is written) and overwritten by the
+//     next append. A damaged record with intact records after it, or in a
+//     sealed segment, stays at its offset.
+//   - A damaged record costs that record only. Readers resynchronise after
+//     it on its length field or, when that is damaged too, on the next
+//     intact record, so the records after it stay readable. Reading the
+//     damaged offset is a *CorruptError (matching isb.ErrCorrupt) naming the
+//     segment file and byte position; consumers step past it with
+//     isb.PullConsumer.Skip (push consumers skip it after reporting it).
+//     A record whose checksum holds but whose payload the codec cannot
+//     decode is reported the same way.
+//   - Damage that leaves the shape of the log unknown fails Open with a
+//     *CorruptError naming the file: a damaged segment header, a segment of
+//     another size than it was created with (truncated), a missing segment
+//     inside the retained range, a group directory whose consumer.offset is
+//     missing or damaged (its commit cannot be rebuilt: taking it as "never
+//     committed" would silently redeliver the whole log), a commit outside
+//     the log, or more partition directories than topic.meta records.
+//   - Checkpoints that the checksummed records can rebuild are rebuilt,
+//     with a log line: a missing or damaged producer.offset by scanning the
+//     last segment from its start, a missing or damaged earliest.offset
+//     from the first segment file.
+//
+// What differs after a crash is only where producer.offset points: it lags
+// the log, so the last records are past it. A damaged last record is kept
+// and reported after a clean close, and cut as a torn tail after a crash.
+//
 // Records recovered from disk are indexed on first read: a read inside a
 // segment checks every record from the segment's start up to it, once.
 //

@@ -79,3 +79,65 @@ func ExampleNewTopic() {
 	// first run: [apple pear]
 	// after restart: [plum] from offset 2
 }
+
+// On an unbounded durable topic nothing is deleted, so a group created
+// after another one committed still gets every item, from offset 0, and
+// holds capacity for them.
+func TestNewGroupStartsAtEarliestRetained(t *testing.T) {
+	ctx := context.Background()
+	tp, err := mmap.NewTopic[int](t.TempDir(), "nums", []mmap.Option{mmap.SegmentSize(mmap.MinSegmentSize)}, isb.Capacity(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	items := make([]int, 30)
+	for i := range items {
+		items[i] = i
+	}
+	if err := tp.Producer(nil).ProduceBatch(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	a, err := tp.PullConsumer("a", isb.BatchSize(20), isb.ManualCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := a.Pull(ctx)
+	if err != nil || len(b.Items) != 20 {
+		t.Fatalf("pull: %v, %v", b.Items, err)
+	}
+	if err := a.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if u := tp.Used(); u != 10 {
+		t.Fatalf("Used() = %d, want 10", u)
+	}
+	late, err := tp.PullConsumer("late", isb.BatchSize(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := tp.Used(); u != 30 {
+		t.Fatalf("Used() = %d after the late group joined, want 30 (it holds every item)", u)
+	}
+	var got []int
+	for len(got) < 30 {
+		b, err := late.Pull(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Offset != int64(len(got)) {
+			t.Fatalf("late group pulled offset %d, want %d", b.Offset, len(got))
+		}
+		got = append(got, b.Items...)
+	}
+	for i, v := range got {
+		if v != i {
+			t.Fatalf("late group item %d = %d", i, v)
+		}
+	}
+	if err := late.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if u := tp.Used(); u != 10 {
+		t.Fatalf("Used() = %d after the late group committed all, want 10 (held by a)", u)
+	}
+}

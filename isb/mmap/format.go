@@ -83,6 +83,10 @@ func decodeRecord(seg []byte, pos int, want int64) (payload []byte, next int, em
 type segmentHeader struct {
 	first int64 // offset of the segment's first record (also in its name)
 	next  int64 // offset after its last record once sealed, else unsealed
+	// size is the file's size in bytes, fixed when it is created: a crash
+	// never changes it, so a file of another size was truncated (or
+	// extended) by something else.
+	size uint32
 }
 
 func (h segmentHeader) encode(b []byte) {
@@ -90,8 +94,8 @@ func (h segmentHeader) encode(b []byte) {
 	binary.LittleEndian.PutUint32(b[4:], segmentVersion)
 	binary.LittleEndian.PutUint64(b[8:], uint64(h.first))
 	binary.LittleEndian.PutUint64(b[16:], uint64(h.next))
-	binary.LittleEndian.PutUint32(b[24:], crc32.Checksum(b[0:24], castagnoli))
-	binary.LittleEndian.PutUint32(b[28:], 0)
+	binary.LittleEndian.PutUint32(b[24:], h.size)
+	binary.LittleEndian.PutUint32(b[28:], crc32.Checksum(b[0:28], castagnoli))
 }
 
 func decodeSegmentHeader(b []byte) (segmentHeader, string) {
@@ -104,10 +108,10 @@ func decodeSegmentHeader(b []byte) (segmentHeader, string) {
 	if v := binary.LittleEndian.Uint32(b[4:]); v != segmentVersion {
 		return segmentHeader{}, fmt.Sprintf("unknown segment version %d", v)
 	}
-	if got, want := crc32.Checksum(b[0:24], castagnoli), binary.LittleEndian.Uint32(b[24:]); got != want {
+	if got, want := crc32.Checksum(b[0:28], castagnoli), binary.LittleEndian.Uint32(b[28:]); got != want {
 		return segmentHeader{}, fmt.Sprintf("header crc32c %#x, stored %#x", got, want)
 	}
-	h := segmentHeader{first: int64(binary.LittleEndian.Uint64(b[8:])), next: int64(binary.LittleEndian.Uint64(b[16:]))}
+	h := segmentHeader{first: int64(binary.LittleEndian.Uint64(b[8:])), next: int64(binary.LittleEndian.Uint64(b[16:])), size: binary.LittleEndian.Uint32(b[24:])}
 	if h.first < 0 || (h.next != unsealed && h.next < h.first) {
 		return segmentHeader{}, fmt.Sprintf("header offsets first=%d next=%d are inconsistent", h.first, h.next)
 	}
@@ -117,9 +121,9 @@ func decodeSegmentHeader(b []byte) (segmentHeader, string) {
 // findRecord looks for the first intact record after the damaged one at
 // pos, which should hold offset want, so that one damaged record does not
 // cost the records after it. It tries where the damaged record's length
-// field says it ends (the record at want+1), then every byte position up
-// to the end of seg for a record holding an offset in (want, limit). It
-// returns that record's position and offset. A crash never leaves an
+// field says it ends (the record at want+1), then every byte position from
+// pos to the end of seg for a record holding an offset in (want, limit).
+// It returns that record's position and offset. A crash never leaves an
 // intact record after a torn one, so ok means the damage is not a torn
 // tail.
 func findRecord(seg []byte, pos int, want, limit int64) (at int, off int64, ok bool) {
@@ -132,7 +136,9 @@ func findRecord(seg []byte, pos int, want, limit int64) (at int, off int64, ok b
 			return q, want + 1, true
 		}
 	}
-	for q := pos + 1; q+recordOverhead <= len(seg); q++ {
+	// From pos itself: after a recovery kept damaged records at the tail,
+	// appends overwrite them, so pos may hold a later record.
+	for q := pos; q+recordOverhead <= len(seg); q++ {
 		// The offset field is the cheapest filter: only a plausible one
 		// costs a checksum.
 		off := int64(binary.LittleEndian.Uint64(seg[q+8:]))

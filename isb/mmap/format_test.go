@@ -59,12 +59,12 @@ func TestDecodeRecordDamage(t *testing.T) {
 
 func TestSegmentHeader(t *testing.T) {
 	b := make([]byte, segmentHeaderSize)
-	segmentHeader{first: 7, next: 99}.encode(b)
+	segmentHeader{first: 7, next: 99, size: 8192}.encode(b)
 	h, reason := decodeSegmentHeader(b)
-	if reason != "" || h.first != 7 || h.next != 99 {
+	if reason != "" || h.first != 7 || h.next != 99 || h.size != 8192 {
 		t.Fatalf("decoded %+v, %q", h, reason)
 	}
-	for i := range segmentHeaderSize - 4 { // the last 4 bytes are reserved
+	for i := range segmentHeaderSize {
 		c := bytes.Clone(b)
 		c[i] ^= 0x10
 		if _, reason := decodeSegmentHeader(c); reason == "" {

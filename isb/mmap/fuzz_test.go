@@ -119,9 +119,12 @@ type placedRecord struct {
 }
 
 // recordMap lists every record of partition 0 of dir.
-func recordMap(t testing.TB, dir string) []placedRecord {
+func recordMap(t testing.TB, dir string) []placedRecord { return partitionRecords(t, dir, 0) }
+
+// partitionRecords lists every record of partition p of dir.
+func partitionRecords(t testing.TB, dir string, p int) []placedRecord {
 	var out []placedRecord
-	for _, path := range segFiles(t, dir, 0) {
+	for _, path := range segFiles(t, dir, p) {
 		first, _ := parseSegmentFileName(filepath.Base(path))
 		data, err := os.ReadFile(path)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 )
 
 // openPartition opens partition id of the topic, creating it when its
@@ -103,8 +104,18 @@ func (p *partition[T]) recover() error {
 		return err
 	}
 	ckptTail := cur.tail
+	if err := p.recoverCommits(); err != nil {
+		return err
+	}
 	if err := p.scanForward(&cur); err != nil {
 		return err
+	}
+	p.keepCommitted(&cur)
+	for group, c := range p.commits {
+		if c < head || c > cur.tail {
+			return corrupt(filepath.Join(p.dir, offsetsDir, escapeGroup(group), consumerFile), -1,
+				"group %q committed offset %d, outside the log [%d, %d]", group, c, head, cur.tail)
+		}
 	}
 	p.head.Store(head)
 	p.tail.Store(cur.tail)
@@ -123,7 +134,31 @@ func (p *partition[T]) recover() error {
 			return err
 		}
 	}
-	return p.recoverCommits(head, cur.tail)
+	return nil
+}
+
+// keepCommitted extends the tail the scan found over records that a
+// group committed: a commit flushes what it covers first, so those records
+// were written whole, and the damaged record the scan stopped at is not a
+// torn tail. They stay in the log as damaged records (reading them reports
+// them); the next append goes where the damage starts. Where the scan
+// stopped at never-written bytes, a commit past them is ahead of the log,
+// which recover reports.
+func (p *partition[T]) keepCommitted(cur *writePos) {
+	floor := cur.tail
+	for _, c := range p.commits {
+		floor = max(floor, c)
+	}
+	if floor == cur.tail {
+		return
+	}
+	if _, _, empty, _ := decodeRecord(cur.seg.data, cur.pos, cur.tail); empty {
+		return
+	}
+	p.b.cfg.log.Warn("mmap: damaged records below a group's commit kept in the log: reading them reports them",
+		zap.String("segment", cur.seg.path), zap.Int("byte", cur.pos), zap.Int64("from", cur.tail), zap.Int64("to", floor-1))
+	cur.seg.eager = appendDamaged(cur.seg.eager, cur.pos, cur.pos, floor-cur.tail)
+	cur.tail = floor
 }
 
 // recoverFiles removes leftovers of interrupted writes (only the temporary
@@ -261,7 +296,7 @@ func (p *partition[T]) checkProducerCheckpoint(head int64) (_ writePos, clean bo
 	}
 	// Everything below the checkpointed tail is indexed lazily; what the
 	// scan finds from here on is indexed as it goes.
-	s.eagerFirst = tail
+	s.eagerFirst, s.lazyLimit = tail, int(pos)
 	return writePos{seg: s, pos: int(pos), last: int(last), tail: tail}, flags == 1, nil
 }
 
@@ -305,7 +340,7 @@ func (p *partition[T]) scanForward(cur *writePos) error {
 				cur.tail++
 				continue
 			}
-			at, found, ok := findRecord(s.data, cur.pos, cur.tail, limit)
+			at, found, ok := findRecord(s.data[:s.dataEnd(cur.pos)], cur.pos, cur.tail, limit)
 			if !ok && s.next == unsealed {
 				if !empty {
 					p.b.cfg.log.Warn("mmap: cut a torn record at the end of the log",
@@ -363,8 +398,11 @@ func appendDamaged(pos []uint32, bad, next int, count int64) []uint32 {
 // resetTail discards whatever lies after the last intact record of the
 // active segment: a torn record, or records that were written after it but
 // never flushed in order. Left in place, such bytes could pass as valid
-// records once new, shorter records are written over the tear. Truncating
-// and re-extending the file is a metadata operation: it never writes zeros.
+// records once new, shorter records are written over the tear. Punching a
+// hole is a metadata operation that never writes zeros and keeps the
+// file's size, so a crash during it leaves a file recovery accepts; where
+// the file system cannot punch holes, the file is truncated and extended
+// again (a crash in between leaves a short file, reported as truncated).
 func (p *partition[T]) resetTail(cur writePos) error {
 	f, err := os.OpenFile(cur.seg.path, os.O_RDWR, 0)
 	if err != nil {
@@ -372,9 +410,12 @@ func (p *partition[T]) resetTail(cur writePos) error {
 	}
 	defer f.Close()
 	size := int64(cur.seg.size)
-	err = f.Truncate(int64(cur.pos))
-	if err == nil {
-		err = preallocate(f, int64(cur.pos), size-int64(cur.pos))
+	err = unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, int64(cur.pos), size-int64(cur.pos))
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		err = f.Truncate(int64(cur.pos))
+		if err == nil {
+			err = preallocate(f, int64(cur.pos), size-int64(cur.pos))
+		}
 	}
 	if err == nil {
 		err = f.Sync()
@@ -386,11 +427,10 @@ func (p *partition[T]) resetTail(cur writePos) error {
 }
 
 // recoverCommits loads every group's consumer.offset. A group directory
-// is created with its checkpoint in it (see partition.Commit), so one
+// is created with its checkpoint in it (see partition.writeCommit), so one
 // without a readable checkpoint lost its commit: a *CorruptError naming the
-// file, never a silent rewind. A commit outside the retained log is
-// corrupt too.
-func (p *partition[T]) recoverCommits(head, tail int64) error {
+// file, never a silent rewind. recover checks the commits against the log.
+func (p *partition[T]) recoverCommits() error {
 	root := filepath.Join(p.dir, offsetsDir)
 	entries, err := os.ReadDir(root)
 	if err != nil {
@@ -420,9 +460,6 @@ func (p *partition[T]) recoverCommits(head, tail int64) error {
 		}
 		if err != nil {
 			return err
-		}
-		if c := v[0]; c < head || c > tail {
-			return corrupt(path, -1, "group %q committed offset %d, outside the log [%d, %d]", group, c, head, tail)
 		}
 		p.commits[group] = v[0]
 		p.b.groups.Add(group)

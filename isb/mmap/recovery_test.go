@@ -339,3 +339,50 @@ func TestRecoverySealedLastSegment(t *testing.T) {
 		t.Fatal("the next segment was not recreated")
 	}
 }
+
+// Past the producer checkpoint, recovery looks for intact records after a
+// damaged one only in the data of the segment, not in the hole after the
+// log: on a file that still has its hole (damaged in place), the records
+// after the damage are found and the search stops where the data ends.
+func TestRecoveryResyncStopsAtHole(t *testing.T) {
+	dir := t.TempDir()
+	b := open(t, dir, 1, SegmentSize(1<<20))
+	appendItems(t, b.Partition(0), 0, 50, 10)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := segFiles(t, dir, 0)[0]
+	ps := positions(t, path, 0)
+	patchFile(t, path, int64(ps[20]+recordHeaderSize), []byte{'#'})
+	patchCheckpoint(t, file(dir, producerFile), kindProducer, func(v *checkpoint) { *v = checkpoint{0, 0, segmentHeaderSize, -1} })
+	s, err := openSegment(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ensureMapped(); err != nil {
+		t.Fatal(err)
+	}
+	end := s.dataEnd(ps[20])
+	s.unmap()
+	if end >= 1<<20 {
+		t.Skipf("the file system reports no hole in %s (data ends at %d)", path, end)
+	}
+	if end < ps[49] {
+		t.Fatalf("data ends at %d, before the last record at %d", end, ps[49])
+	}
+	b2 := open(t, dir, 1)
+	l := b2.Partition(0)
+	if l.Tail() != 50 {
+		t.Fatalf("tail %d, want 50", l.Tail())
+	}
+	for off := int64(0); off < 50; off++ {
+		got, err := l.Read(off, 1, nil)
+		if off == 20 {
+			wantCorrupt(t, err, filepath.Base(path))
+			continue
+		}
+		if err != nil || got[0] != item(int(off)) {
+			t.Fatalf("offset %d: %v, %v", off, got, err)
+		}
+	}
+}

@@ -34,6 +34,10 @@ type segment struct {
 	// eagerFirst, found by scanning from the segment start on demand.
 	lazy    []uint32
 	lazyEnd int // position after the last lazily indexed record
+	// lazyLimit is where the records below eagerFirst end at the latest
+	// (the producer checkpoint's position in its segment, else the file's
+	// end): resynchronising after a damaged record searches no further.
+	lazyLimit int
 	// eager holds positions of offsets eagerFirst, eagerFirst+1, ...,
 	// known without scanning (written in this process or scanned by
 	// recovery).
@@ -61,7 +65,7 @@ func createSegment(dir string, first, size int64) (*segment, error) {
 		return fail(err)
 	}
 	var hdr [segmentHeaderSize]byte
-	segmentHeader{first: first, next: unsealed}.encode(hdr[:])
+	segmentHeader{first: first, next: unsealed, size: uint32(size)}.encode(hdr[:])
 	if _, err := f.WriteAt(hdr[:], 0); err != nil {
 		return fail(err)
 	}
@@ -72,7 +76,7 @@ func createSegment(dir string, first, size int64) (*segment, error) {
 	if err != nil {
 		return fail(err)
 	}
-	return &segment{first: first, path: path, size: int(size), data: data, next: unsealed, eagerFirst: first, lazyEnd: segmentHeaderSize}, nil
+	return &segment{first: first, path: path, size: int(size), data: data, next: unsealed, eagerFirst: first, lazyEnd: segmentHeaderSize, lazyLimit: int(size)}, nil
 }
 
 // publish renames a created segment to its final name and makes the name
@@ -116,13 +120,19 @@ func openSegment(path string, first int64) (*segment, error) {
 	if reason != "" {
 		return nil, corrupt(path, 0, "%s", reason)
 	}
+	if int64(h.size) != st.Size() {
+		// Records past the end of a truncated file are lost, and a crash
+		// never resizes a segment: this is damage, whatever the records
+		// left say.
+		return nil, corrupt(path, min(st.Size(), int64(h.size)), "the file is %d bytes but was created with %d: truncated or extended", st.Size(), h.size)
+	}
 	// The index of a recovered segment is built on demand by readers;
 	// recovery moves eagerFirst to where its scan began.
 	eagerFirst := h.next
 	if h.next == unsealed {
 		eagerFirst = first
 	}
-	return &segment{first: first, path: path, size: int(st.Size()), next: h.next, eagerFirst: eagerFirst, lazyEnd: segmentHeaderSize}, nil
+	return &segment{first: first, path: path, size: int(st.Size()), next: h.next, eagerFirst: eagerFirst, lazyEnd: segmentHeaderSize, lazyLimit: int(st.Size())}, nil
 }
 
 // ensureMapped maps the segment if it is not yet. Readers call it under
@@ -189,6 +199,26 @@ func guarded(f func() error) (err error) {
 	return f()
 }
 
+// dataEnd returns where the data around or after byte pos ends: the start
+// of the next hole, or the file's end. Records lie only in data: the rest
+// of a segment is a hole (preallocated by ftruncate, or punched by
+// resetTail), and a crash leaves nothing intact after a torn record. So
+// recovery looks for intact records after a damaged one only up to here,
+// and never reads (nor fills the page cache with) the empty rest of a
+// large segment. A file system that reports no holes yields the file's end.
+func (s *segment) dataEnd(pos int) int {
+	f, err := os.Open(s.path)
+	if err != nil {
+		return len(s.data)
+	}
+	defer f.Close()
+	end, err := unix.Seek(int(f.Fd()), int64(pos), unix.SEEK_HOLE)
+	if err != nil || end > int64(len(s.data)) || end < int64(pos) {
+		return len(s.data)
+	}
+	return int(end)
+}
+
 // sync flushes data[from:to] of the mapping to disk (from is rounded down
 // to a page, as msync requires).
 func (s *segment) sync(from, to int) error {
@@ -205,7 +235,7 @@ func (s *segment) sync(from, to int) error {
 // seal records in the header that the segment ends before offset next and
 // flushes the header.
 func (s *segment) seal(next int64) error {
-	segmentHeader{first: s.first, next: next}.encode(s.data[:segmentHeaderSize])
+	segmentHeader{first: s.first, next: next, size: uint32(s.size)}.encode(s.data[:segmentHeaderSize])
 	if err := s.sync(0, segmentHeaderSize); err != nil {
 		return err
 	}
@@ -268,7 +298,7 @@ func (s *segment) position(offset int64) (int, error) {
 		}
 		// The eager index starts at eagerFirst: a record found there
 		// ends the lazy part.
-		at, found, ok := findRecord(s.data, s.lazyEnd, o, s.eagerFirst+1)
+		at, found, ok := findRecord(s.data[:s.lazyLimit], s.lazyEnd, o, s.eagerFirst+1)
 		if !ok {
 			// Nothing intact up to the eager part: every offset left
 			// reads as the damaged record.
