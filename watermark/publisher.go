@@ -314,7 +314,7 @@ func (p *Publisher) publish(ctx context.Context, edge string, partition int, off
 	now := p.cfg.clock()
 	if p.cfg.throttle > 0 && !idle && !s.idle && !s.publishedAt.IsZero() && now.Sub(s.publishedAt) < p.cfg.throttle {
 		s.pending = true
-		if p.armed.CompareAndSwap(false, true) {
+		if !p.armed.Load() && p.armed.CompareAndSwap(false, true) {
 			p.kept <- struct{}{} // never blocks: only the arming publish sends
 		}
 		return nil
