@@ -10,22 +10,15 @@ import (
 // into it (map functions, sources, sinks) goes through one of these guards,
 // which recover a panic into a *vertex.PanicError. The panic is then an
 // error of the message or batch like any other: retried, dropped or failing
-// the pipeline as the retry policy says. A guard costs a deferred call.
+// the pipeline as the retry policy says. A guard costs a deferred call (per
+// call, or per run of calls for a map function: about 2% of the pipeline's
+// CPU when it was paid per message).
 
-// guardAppend guards a map function.
-func guardAppend[In, Out any](fn AppendFunc[In, Out]) AppendFunc[In, Out] {
-	return func(ctx context.Context, m vertex.Message[In], outs []vertex.Message[Out]) (_ []vertex.Message[Out], err error) {
-		defer vertex.Recover(&err)
-		return fn(ctx, m, outs)
-	}
-}
-
-// guardStream guards a map-stream function.
-func guardStream[In, Out any](fn vertex.MapStreamFunc[In, Out]) vertex.MapStreamFunc[In, Out] {
-	return func(ctx context.Context, m vertex.Message[In], emit func(vertex.Message[Out]) error) (err error) {
-		defer vertex.Recover(&err)
-		return fn(ctx, m, emit)
-	}
+// guardAppend calls a map function once (a retry); RunMap's common path
+// guards a whole run of calls at once (mapEach).
+func guardAppend[In, Out any](ctx context.Context, fn AppendFunc[In, Out], m vertex.Message[In], outs []vertex.Message[Out]) (_ []vertex.Message[Out], err error) {
+	defer vertex.Recover(&err)
+	return fn(ctx, m, outs)
 }
 
 // guardBatch guards a batch-map function.
