@@ -7,12 +7,13 @@ import (
 )
 
 // User code never takes the process down: every call the forwarders make
-// into it (map functions, sources, sinks) goes through one of these guards,
-// which recover a panic into a *vertex.PanicError. The panic is then an
-// error of the message or batch like any other: retried, dropped or failing
-// the pipeline as the retry policy says. A guard costs a deferred call (per
-// call, or per run of calls for a map function: about 2% of the pipeline's
-// CPU when it was paid per message).
+// into it (map functions, sources, sinks) runs under vertex.Recover, here
+// or where the call is made (mapEach, map-stream's call), which turns a
+// panic into a *vertex.PanicError. The panic is then an error of the
+// message or batch like any other: retried, dropped or failing the pipeline
+// as the retry policy says. A guard costs a deferred call: per call, or per
+// run of calls for a map function (paid per message it was about 2% of the
+// pipeline's CPU).
 
 // guardAppend calls a map function once (a retry); RunMap's common path
 // guards a whole run of calls at once (mapEach).
