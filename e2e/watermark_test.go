@@ -247,8 +247,9 @@ func TestWatermarksThroughPipeline(t *testing.T) {
 // liveSource is a source whose replicas behave as modes says, on the
 // test's clock: "live" emits 5 messages stamped clock-1ms per read, "silent"
 // reads nothing, "once" emits one message at wmBase then reads nothing,
-// "stuck" emits one message at wmBase then blocks until ctx ends. Every read
-// first sleeps a millisecond, so a test's loop gets its turn.
+// "stuck" emits one message at wmBase then blocks until ctx ends, "ends"
+// emits one message at wmBase then is exhausted (io.EOF). Every read first
+// sleeps a millisecond, so a test's loop gets its turn.
 type liveSource struct {
 	name  string
 	clock *fakeClock
@@ -277,8 +278,11 @@ func (s *liveSource) Read(ctx context.Context, max int) ([]vertex.Message[int], 
 		for range min(max, 5) {
 			out = append(out, vertex.Message[int]{ID: fmt.Sprintf("%s-%d-%d", s.name, r.Index, sent+len(out)), EventTime: et})
 		}
-	case (mode == "once" || mode == "stuck") && sent == 0:
+	case (mode == "once" || mode == "stuck" || mode == "ends") && sent == 0:
 		out = []vertex.Message[int]{{ID: fmt.Sprintf("%s-%d-0", s.name, r.Index), EventTime: wmBase}}
+	case mode == "ends":
+		s.mu.Unlock()
+		return nil, io.EOF
 	}
 	s.sent[r.Index] += len(out)
 	s.mu.Unlock()
@@ -407,6 +411,36 @@ func TestSourceWithSilentPartitionAdvances(t *testing.T) {
 	}
 	if !ok {
 		t.Fatalf("watermarks src %v, sink %v: never reached %v", watermarkOf(p, "src"), watermarkOf(p, "sink"), target)
+	}
+}
+
+// TestEndedSourcePartitionReleasesWatermark: one of two source replicas
+// sends one message and is exhausted while the other goes on; with idle
+// handling on, the ended replica used to hold every downstream watermark at
+// its last event time (a sink 981 ms behind was seen). Its end publishes
+// the final watermark for every partition it wrote, so the map's and the
+// sink's watermarks follow the replica that goes on.
+func TestEndedSourcePartitionReleasesWatermark(t *testing.T) {
+	clock := newFakeClock(wmBase)
+	p := pipeline.New("wm-ended", pipeline.Watermarks(idleConfig(clock, 500*time.Millisecond)))
+	s := pipeline.Source(p, "src", vertex.Source[int](newLiveSource("s", clock, "live", "ends")), vertex.Replicas(2))
+	m := pipeline.Map(p, "map", s, ident, vertex.Partitions(2), vertex.Replicas(2))
+	pipeline.Sink(p, "sink", m, vertex.Sink[int](newCounter[int]()), vertex.Partitions(2), vertex.Replicas(2))
+	stop := running(p)
+	target := wmBase.Add(3 * time.Second)
+	ok := advanceUntil(clock, 50*time.Millisecond, func() bool {
+		return !watermarkOf(p, "map").Before(target) && !watermarkOf(p, "sink").Before(target)
+	})
+	src, sink := watermarkOf(p, "src"), watermarkOf(p, "sink")
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !ok {
+		t.Fatalf("watermarks src %v, map %v, sink %v: never reached %v", src, watermarkOf(p, "map"), sink, target)
+	}
+	// The source's own watermark is its live replica's, not the final one.
+	if src.Before(target) || src.Equal(watermark.Max) || sink.Equal(watermark.Max) {
+		t.Fatalf("watermarks src %v, sink %v: want the live replica's, at least %v and not the final watermark", src, sink, target)
 	}
 }
 

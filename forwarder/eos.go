@@ -39,6 +39,19 @@ import (
 //
 // A partition fed by several processors ends Final only when every one of
 // them ended Final; a reader ends Final only when every partition did.
+//
+// A reduce forwarder reuses the same pieces: it gives every end-of-stream
+// message it reads (EndOf) to its InputEnds; when Done it closes its windows
+// (after a Final end its watermark is watermark.Max, so every window closes
+// by watermark; after a Stopped one they stay open, kept by the WAL) and
+// ends its output with Writer.WriteEnd(ctx, cfg.Processor(), ends.Kind()).
+//
+// Restarts: readers count each processor once per partition (by the end
+// message's ID), so an end redelivered, or written again by a processor that
+// restarted and ended again, is harmless. A reader that committed past an
+// end before a restart does not read it again; it relies on that processor
+// ending again when it restarts, which a resumed source that is exhausted
+// does at once, and so every processor below it.
 const (
 	// EndTag marks, with ControlTag, the end-of-stream message of a
 	// processor whose stream is over (EndKind Final).

@@ -37,7 +37,6 @@ func FromValueFunc[In, Out any](fn func(context.Context, In) (Out, error)) Appen
 // Options.OrderByKey) and a chunk's inputs are acked once all their outputs
 // are written to edges. See runReplica for hard and stop.
 func RunMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn AppendFunc[In, Out]) error {
-	fn = guardAppend(fn)
 	var w *Writer[Out]
 	return runReplica(hard, stop, cfg, in, modeOf(cfg), func() output { return w }, func(r *reader[In]) handler[In] {
 		if w == nil {
@@ -47,23 +46,24 @@ func RunMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], e
 		var outs []vertex.Message[Out]
 		return func(ctx context.Context, chunk []inflight[In]) error {
 			outs = outs[:0]
-			for i := range chunk {
+			for i := 0; i < len(chunk); i++ {
+				var err error
+				if i, outs, err = mapEach(ctx, fn, chunk, i, outs); err == nil {
+					break // every call from i on succeeded
+				}
+				// chunk[i] failed (or panicked): retry it alone. outs keeps
+				// its length until a call succeeds, so a failed call's
+				// partial appends are overwritten.
 				m := &chunk[i].msg
 				mark := len(outs)
-				res, err := fn(ctx, *m, outs)
+				res, attempts, err := retryAfter(ctx, cfg.Options.Retry, cfg.Counters, err, func() ([]vertex.Message[Out], error) {
+					return guardAppend(ctx, fn, *m, outs[:mark])
+				})
 				if err != nil {
-					// outs keeps its length until a call succeeds, so a
-					// failed call's partial appends are overwritten.
-					var attempts int
-					res, attempts, err = retryAfter(ctx, cfg.Options.Retry, cfg.Counters, err, func() ([]vertex.Message[Out], error) {
-						return fn(ctx, *m, outs[:mark])
-					})
-					if err != nil {
-						if err := exhausted(ctx, cfg, m.ID, attempts, err); err != nil {
-							return err
-						}
-						continue
+					if err := exhausted(ctx, cfg, m.ID, attempts, err); err != nil {
+						return err
 					}
+					continue
 				}
 				outs = res
 			}
@@ -74,11 +74,28 @@ func RunMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], e
 	})
 }
 
+// mapEach calls fn for chunk[from:] in order, appending to outs, until a
+// call fails. It returns the index of the message that failed (len(chunk)
+// when none did), the outputs of the calls that succeeded, and the error. A
+// panic of fn is such a failure (a *vertex.PanicError): one guard covers the
+// whole run of calls, so the common path pays no guard per message.
+func mapEach[In, Out any](ctx context.Context, fn AppendFunc[In, Out], chunk []inflight[In], from int, outs []vertex.Message[Out]) (at int, done []vertex.Message[Out], err error) {
+	defer vertex.Recover(&err) // at and done are as they were when the call panicked
+	done = outs
+	for at = from; at < len(chunk); at++ {
+		res, err := fn(ctx, chunk[at].msg, done)
+		if err != nil {
+			return at, done, err
+		}
+		done = res
+	}
+	return at, done, nil
+}
+
 // RunMapStream runs one replica of a map-stream vertex: each output fn
 // emits is written before emit returns; the input is acked when fn returns
 // nil. A retried call emits its outputs again.
 func RunMapStream[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn vertex.MapStreamFunc[In, Out]) error {
-	fn = guardStream(fn)
 	var w *Writer[Out]
 	return runReplica(hard, stop, cfg, in, modeOf(cfg), func() output { return w }, func(r *reader[In]) handler[In] {
 		if w == nil {
@@ -95,7 +112,10 @@ func RunMapStream[In, Out any](hard, stop context.Context, cfg Config, in Input[
 			}
 			for i := range chunk {
 				m := chunk[i].msg
-				call := func() (struct{}, error) { return struct{}{}, fn(ctx, m, emit) }
+				call := func() (_ struct{}, err error) {
+					defer vertex.Recover(&err)
+					return struct{}{}, fn(ctx, m, emit)
+				}
 				if _, err := call(); err != nil {
 					_, attempts, err := retryAfter(ctx, cfg.Options.Retry, cfg.Counters, err, call)
 					if err != nil {

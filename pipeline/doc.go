@@ -19,7 +19,13 @@
 // input or output, an edge from another pipeline, a cycle, bad options)
 // and reports every problem naming its vertex. It returns nil when every
 // source is exhausted, or ctx is cancelled, and everything read has been
-// drained through to the sinks; otherwise the first error.
+// drained through to the sinks; otherwise the first error. Sources end
+// their output with end-of-stream messages that flow through the buffers,
+// and each vertex ends once all its inputs ended and it acked all it read
+// (see package forwarder), so the drain does not depend on the vertices
+// sharing a process. On exhausted sources every vertex's final watermark is
+// watermark.Max, which closes every window; after a cancel it stays where
+// it was.
 //
 // Event-time watermarks are on by default ([Watermarks] configures them,
 // [WatermarkStore] shares their store, [WithoutWatermarks] turns them off):

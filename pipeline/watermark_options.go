@@ -40,7 +40,9 @@ type WatermarkConfig struct {
 	HeartbeatTimeout  time.Duration
 	// Throttle is the minimum time between two WMBs of a replica for one
 	// partition (default DefaultWatermarkThrottle); 0 is the default, so use
-	// a tiny value such as time.Nanosecond to publish every advance.
+	// a tiny value such as time.Nanosecond to publish every advance (which
+	// costs nothing while nothing advances: a WMB held back is published by
+	// a timer armed when it is held).
 	Throttle time.Duration
 	// Clock is the watermarks' clock (time.Now when nil): tests inject one.
 	Clock watermark.Clock

@@ -25,6 +25,13 @@
 // source is idle. [IdleManager] decides when an idle output partition gets a
 // control message and then idle WMBs.
 //
+// A stream that ends has the final watermark [Max]: a processor that ends
+// its output publishes Max on each partition with [Publisher.PublishEnd], a
+// source partition that is exhausted is at Max after [Source.End], and a
+// reader whose partitions have all ended (it learns so from the
+// end-of-stream messages it reads, see package forwarder) is at Max after
+// [Fetcher.EndPartition] of each.
+//
 // Every time-dependent type takes a [Clock], so tests control time.
 //
 // # Wiring into a forwarder
@@ -45,4 +52,9 @@
 // offset, on IdlePublish call PublishIdle with the replica watermark; Stop on
 // shutdown. A source replica computes its watermark with Source.Observe per
 // batch and Source.IdleAdvance when a read returns nothing.
+//
+// End of stream: a writer that ends its output calls PublishEnd(ctx, bucket,
+// partition, offset of its end-of-stream message) for each partition; an
+// exhausted source partition calls Source.End; a reader calls
+// EndPartition(partition) once every upstream processor ended the partition.
 package watermark

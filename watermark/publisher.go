@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -71,9 +72,11 @@ type Publisher struct {
 	order []*pubEdge          // the same edges in configuration order
 	life  lifecycle
 	// kept wakes the goroutine when a WMB is kept under the throttle, so
-	// that it publishes it Throttle later. Buffered (1): a wake-up already
-	// pending covers the next ones.
-	kept chan struct{}
+	// that it publishes it Throttle later. armed is set by the publish that
+	// sends on kept and cleared when the timer fires: one wake-up per
+	// Throttle however many publishes are kept, not one per publish.
+	kept  chan struct{}
+	armed atomic.Bool
 }
 
 type pubEdge struct {
@@ -176,7 +179,6 @@ func (p *Publisher) run(ctx context.Context) {
 	flush := time.NewTimer(time.Hour)
 	flush.Stop()
 	defer flush.Stop()
-	armed := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -186,12 +188,11 @@ func (p *Publisher) run(ctx context.Context) {
 				p.cfg.log.Warn("watermark: heartbeat failed", zap.String("processor", p.cfg.processor), zap.Error(err))
 			}
 		case <-p.kept:
-			if !armed {
-				flush.Reset(p.cfg.throttle)
-				armed = true
-			}
+			flush.Reset(p.cfg.throttle)
 		case <-flush.C:
-			armed = false
+			// Cleared before the flush: a WMB kept from here on arms the
+			// timer again (at worst it is also in this flush).
+			p.armed.Store(false)
 			if err := p.Flush(ctx); err != nil && ctx.Err() == nil {
 				p.cfg.log.Warn("watermark: publishing throttled WMBs failed", zap.String("processor", p.cfg.processor), zap.Error(err))
 			}
@@ -313,9 +314,8 @@ func (p *Publisher) publish(ctx context.Context, edge string, partition int, off
 	now := p.cfg.clock()
 	if p.cfg.throttle > 0 && !idle && !s.idle && !s.publishedAt.IsZero() && now.Sub(s.publishedAt) < p.cfg.throttle {
 		s.pending = true
-		select {
-		case p.kept <- struct{}{}:
-		default: // a wake-up is pending already
+		if !p.armed.Load() && p.armed.CompareAndSwap(false, true) {
+			p.kept <- struct{}{} // never blocks: only the arming publish sends
 		}
 		return nil
 	}
