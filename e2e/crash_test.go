@@ -273,4 +273,3 @@ func assertDrained(t *testing.T, dir string) {
 		t.Errorf("the input topic's group has %d uncommitted items after the final run", p)
 	}
 }
-
