@@ -41,6 +41,7 @@ type config struct {
 	wmOff        bool
 	storage      Storage              // resolved by newConfig: never nil
 	codecs       map[reflect.Type]any // WithCodec: value codecs by type
+	commitEvery  time.Duration        // CommitInterval
 }
 
 // WithLogger logs the pipeline's life and problems on l (nil, the
@@ -60,7 +61,7 @@ func WithHooks(f func(vertex string, replica int) forwarder.Hooks) Option {
 }
 
 func newConfig(opts []Option) (config, error) {
-	c := config{drainTimeout: time.Minute}
+	c := config{drainTimeout: time.Minute, commitEvery: DefaultCommitInterval}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
