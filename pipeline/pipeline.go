@@ -141,6 +141,10 @@ type node struct {
 	run func(rt *runtime, n *node, r int) error
 	// closers are the user's sources and sinks with a Close method.
 	closers []func() error
+	// resumeOnce gives a resumable source its state store before any
+	// replica reads (storage_state.go); resumeErr is its outcome.
+	resumeOnce sync.Once
+	resumeErr  error
 
 	// Runtime state, set by Run.
 	in         buffer
