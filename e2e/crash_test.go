@@ -98,7 +98,7 @@ func crashChild() int {
 		return strconv.FormatInt(v, 10), nil
 	}, vertex.Replicas(2), vertex.BatchSize(100), vertex.BufferCapacity(5000))
 	pipeline.Sink(p, "file", formatted, &fileSink{f: f}, vertex.BatchSize(150), vertex.BufferCapacity(5000))
-	fmt.Fprintln(os.Stdout, "S")
+	fmt.Fprintln(os.Stdout, "S") // SIGTERM is handled from here on
 	if err := p.Run(ctx); err != nil {
 		return fail("run: %v", err)
 	}
@@ -126,9 +126,9 @@ func addIDs(t *testing.T, dir string, from, to int64) {
 	}
 }
 
-// startChild starts the child on dir; done is closed with its output once
-// it has exited.
-func startChild(t *testing.T, dir string) (cmd *exec.Cmd, out *[]string, done chan struct{}) {
+// startChild starts the child on dir; ready is closed once it handles
+// SIGTERM, done with its output once it has exited.
+func startChild(t *testing.T, dir string) (cmd *exec.Cmd, out *[]string, ready, done chan struct{}) {
 	t.Helper()
 	cmd = exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=crash", "RUNNEL_E2E_DIR="+dir)
@@ -140,16 +140,19 @@ func startChild(t *testing.T, dir string) (cmd *exec.Cmd, out *[]string, done ch
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	out, done = new([]string), make(chan struct{})
+	out, ready, done = new([]string), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
+			if sc.Text() == "S" {
+				close(ready)
+			}
 			*out = append(*out, sc.Text())
 		}
 		cmd.Wait()
 	}()
-	return cmd, out, done
+	return cmd, out, ready, done
 }
 
 func TestCrashDurablePipeline(t *testing.T) {
@@ -165,8 +168,15 @@ func TestCrashDurablePipeline(t *testing.T) {
 	for round := range rounds {
 		addIDs(t, dir, total, total+perRound)
 		total += perRound
-		cmd, out, done := startChild(t, dir)
+		cmd, out, ready, done := startChild(t, dir)
 		clean := round%4 == 3
+		if clean {
+			// SIGTERM before the child handles it would kill it.
+			select {
+			case <-ready:
+			case <-done:
+			}
+		}
 		select {
 		case <-done: // drained everything before the signal
 			finished++
@@ -195,7 +205,7 @@ func TestCrashDurablePipeline(t *testing.T) {
 		}
 	}
 	// The last run drains the topic and ends by itself.
-	cmd, out, done := startChild(t, dir)
+	cmd, out, _, done := startChild(t, dir)
 	select {
 	case <-done:
 	case <-time.After(3 * time.Minute):
