@@ -2,7 +2,15 @@ module github.com/runnel-dev/runnel/bench
 
 go 1.26.0
 
-require github.com/runnel-dev/runnel v0.0.0
+require (
+	github.com/runnel-dev/runnel v0.0.0
+	golang.org/x/sys v0.49.0
+)
+
+require (
+	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
+	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
+)
 
 require (
 	github.com/google/btree v1.1.3 // indirect

@@ -263,8 +263,8 @@ func TestRandomDAGsDeliverExactly(t *testing.T) {
 		timeout time.Duration
 	}{
 		{"memory", func(*testing.T) []pipeline.Option { return nil }, 60 * time.Second},
-		// Small batches make a flush and a checkpoint per few messages:
-		// up to 35 s for one DAG here without -race.
+		// Small batches and buffers write, flush and commit a few messages
+		// at a time: up to 30 s for one DAG here with -race.
 		{"mmap", func(t *testing.T) []pipeline.Option {
 			return []pipeline.Option{pipeline.WithDataDir(t.TempDir())}
 		}, 5 * time.Minute},

@@ -23,6 +23,9 @@ func Source[T any](p *Pipeline, name string, src vertex.Source[T], opts ...verte
 	}
 	n.closers = closerOf(src)
 	n.run = func(rt *runtime, n *node, r int) error {
+		if err := resumeSource(&rt.cfg, p, n, src); err != nil {
+			return err
+		}
 		return forwarder.RunSource(rt.soft, rt.hard, rt.replicaConfig(n, r), src, edgesFor[T](n))
 	}
 	return streamOf[T](p, n)

@@ -31,4 +31,61 @@
 // [WatermarkStore] shares their store, [WithoutWatermarks] turns them off):
 // every message carries the watermark of the vertex that read it, sources
 // mark late messages, and [Pipeline.Stats] reports each vertex's watermark.
+//
+// # Storage
+//
+// The buffers between vertices live on the storage [WithStorage] chooses:
+// [Memory] (the default: values are passed as they are, nothing is
+// encoded) or [MMap] under a data directory ([WithDataDir] for short):
+// memory-mapped files, one isb/mmap topic per reading vertex in
+// {dir}/{pipeline}/{vertex}/, each message stored in the versioned envelope
+// encoding of vertex.EnvelopeCodec (ID, event time, keys, tags, headers,
+// and the value through the codec [WithCodec] sets for its type, JSON by
+// default; what the reader sets, the watermark and lateness, is not
+// stored). A pipeline started again on the same directory resumes: each
+// vertex reads its buffer from what it had acknowledged, and messages that
+// were in flight are delivered again.
+//
+// # Delivery guarantees
+//
+// runnel delivers at least once: every message a source hands over reaches
+// every sink its tags select, once or more. What a source is told, and
+// when, depends on the storage. A source's message is acknowledged (the
+// source's vertex.Acker is called: FromTopic commits its consumer group,
+// the generator records its position) once the message is written to the
+// first buffer, and each vertex commits its input only after what it made
+// of it is written to the next buffers. So:
+//
+//   - On memory storage, "written" means in memory. A clean stop (ctx
+//     cancelled) drains every buffer and loses nothing, but a crash of the
+//     process loses everything in the buffers and in flight, though the
+//     sources were told it was delivered: tried as a new user would, a
+//     durable topic feeding a memory pipeline lost 68,328 of 100,000
+//     messages on one SIGKILL.
+//   - On durable storage, "written" means durable: in the buffer's file.
+//     A process killed at any moment (SIGKILL included) and started again
+//     on the same directory loses nothing a source was told was delivered;
+//     what was in flight is delivered again (the crash test, 24 kills of a
+//     topic source -> map -> sink pipeline, saw 0.28% duplicates). A write
+//     is in the file's page cache when it returns, which survives the
+//     process; the buffers are flushed to disk every 20ms, after which it
+//     survives the machine too. MMap(dir, mmap.Flush(mmap.Immediate()))
+//     flushes every write before it returns, at about a sixth of the
+//     throughput (docs/benchmarks.md). Commits are persisted every
+//     [CommitInterval], which bounds the duplicates a crash causes.
+//
+// Sinks therefore may see a message again after a restart; IDs are stable
+// across restarts (FromTopic: "partition-offset"; the generator: its
+// sequence number), so a sink can deduplicate.
+//
+// Which built-in sources are replayable, on durable storage: the generator
+// (vertex.Generator, a vertex.Resumable: it continues after what was
+// acknowledged, its position kept in {dir}/{pipeline}/{vertex}.source) and
+// the topic source (vertex.FromTopic: its position is its consumer group's
+// commit in the topic, so an isb/mmap topic makes the input replayable).
+// FromChannel, FromSeq, FromSlice and FromMessages are not: their data is
+// in the process, so after a restart they start from their beginning
+// (FromSlice hands over its whole slice again) while the buffers resume.
+// Watermarks are kept in memory (unless [WatermarkStore] says otherwise):
+// after a restart they start again from the messages read.
 package pipeline

@@ -40,6 +40,7 @@ type config struct {
 	wmOff        bool
 	storage      Storage              // resolved by newConfig: never nil
 	codecs       map[reflect.Type]any // WithCodec: value codecs by type
+	commitEvery  time.Duration        // CommitInterval
 }
 
 // WithLogger logs the pipeline's life and problems on l (nil, the
@@ -59,7 +60,7 @@ func WithHooks(f func(vertex string, replica int) forwarder.Hooks) Option {
 }
 
 func newConfig(opts []Option) (config, error) {
-	c := config{drainTimeout: time.Minute}
+	c := config{drainTimeout: time.Minute, commitEvery: DefaultCommitInterval}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
@@ -139,6 +140,10 @@ type node struct {
 	run func(rt *runtime, n *node, r int) error
 	// closers are the user's sources and sinks with a Close method.
 	closers []func() error
+	// resumeOnce gives a resumable source its state store before any
+	// replica reads (storage_state.go); resumeErr is its outcome.
+	resumeOnce sync.Once
+	resumeErr  error
 
 	// Runtime state, set by Run.
 	in       buffer

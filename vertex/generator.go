@@ -47,6 +47,8 @@ type GeneratorSource[T any] struct {
 	keys  [][]string // keys[i%n], shared by the messages of one key
 	next  atomic.Int64
 	start atomic.Int64 // unix nanoseconds of the first Read, for the rate
+	// resume is set by Resume (durable storage), before the first Read.
+	resume *genResume
 }
 
 // Generator returns a source of the messages value(0), value(1), ... with

@@ -1,0 +1,23 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+)
+
+const childEnv = "RUNNEL_E2E_CHILD"
+
+// runChild runs the child side of a multi-process test when this binary
+// was re-executed for one, and reports whether it did. The child exits.
+func runChild() bool {
+	switch os.Getenv(childEnv) {
+	case "":
+		return false
+	case "crash":
+		os.Exit(crashChild())
+	default:
+		fmt.Fprintln(os.Stderr, "unknown child", os.Getenv(childEnv))
+		os.Exit(2)
+	}
+	return true
+}
