@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -13,5 +14,10 @@ func TestMain(m *testing.M) {
 	if runChild() {
 		return
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		if bigDir != "" {
+			os.RemoveAll(bigDir)
+		}
+		os.Exit(code)
+	}))
 }

@@ -39,7 +39,7 @@ func (w *WAL) Replay() iter.Seq2[Entry, error] {
 		var d decoder
 		stopped := false
 		var kept []Window
-		_, err = walk(s.dir, segs, 0, s.limit, false, func(r ref) error {
+		_, err = walk(s.dir, segs, 0, s.limit, false, false, func(r ref) error {
 			if r.h.kind != kindMessage {
 				return nil
 			}
