@@ -46,7 +46,11 @@ func (w *WAL) tryCompact(wait bool) error {
 		return nil
 	}
 	defer w.replayMu.Unlock()
-	return w.compact()
+	err := w.compact()
+	if err != nil && w.Err() == nil {
+		w.stats.compactFailures.Add(1)
+	}
+	return err
 }
 
 // compact rewrites the live generation into the next one, keeping the

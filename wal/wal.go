@@ -54,8 +54,7 @@ type WAL struct {
 
 	stats struct {
 		batches, entries, syncs, compactions atomic.Int64
-		logBytes                             atomic.Int64
-		segments                             atomic.Int64
+		compactFailures, logBytes, segments  atomic.Int64
 	}
 
 	failMu  sync.Mutex
@@ -85,10 +84,6 @@ type Recovered struct {
 	// the reduce closed at or below it was emitted, so data for such a
 	// window is late and must not open it again.
 	Watermark time.Time
-	// Closed lists the windows GC'd since the last compaction whose entries
-	// are still on disk (empty after Open's own compaction). Replay skips
-	// their entries already.
-	Closed []Window
 	// Repaired describes the torn tail Open cut, nil when there was none.
 	Repaired *Repair
 	// Compacted reports that Open rewrote the log without closed windows.
@@ -111,8 +106,12 @@ type Stats struct {
 	Entries     int64 // entries appended (messages and GC events)
 	Syncs       int64 // fsyncs of segment data by appends
 	Compactions int64 // compactions done, Open's included
-	LogBytes    int64 // bytes of the live generation's entries
-	Segments    int64 // segment files of the live generation
+	// CompactFailures counts compactions that failed before switching
+	// generations (the log stays as it was and the next one retries);
+	// Compact returns such an error, the periodic one only counts it.
+	CompactFailures int64
+	LogBytes        int64 // bytes of the live generation's entries
+	Segments        int64 // segment files of the live generation
 }
 
 // Open opens the WAL in dir, creating dir and an empty log when there is
@@ -196,10 +195,8 @@ func (w *WAL) recover() error {
 	}
 	w.recovered.LastOffsets = maps.Clone(w.cp.offsets)
 	w.recovered.Watermark = w.cp.watermark
-	w.recovered.Closed = slices.Collect(maps.Values(w.closed))
 	w.recovered.Entries = w.replay.entries
 	w.replay.dir, w.replay.limit = w.genDir(), w.last
-	w.replay.closed = maps.Clone(w.closed)
 	return nil
 }
 
@@ -293,12 +290,13 @@ func (w *WAL) Recovered() Recovered { return w.recovered }
 // Stats returns the WAL's counters.
 func (w *WAL) Stats() Stats {
 	return Stats{
-		Batches:     w.stats.batches.Load(),
-		Entries:     w.stats.entries.Load(),
-		Syncs:       w.stats.syncs.Load(),
-		Compactions: w.stats.compactions.Load(),
-		LogBytes:    w.stats.logBytes.Load(),
-		Segments:    w.stats.segments.Load(),
+		Batches:         w.stats.batches.Load(),
+		Entries:         w.stats.entries.Load(),
+		Syncs:           w.stats.syncs.Load(),
+		Compactions:     w.stats.compactions.Load(),
+		CompactFailures: w.stats.compactFailures.Load(),
+		LogBytes:        w.stats.logBytes.Load(),
+		Segments:        w.stats.segments.Load(),
 	}
 }
 
