@@ -138,10 +138,15 @@ func (w *WAL) stoppedErr() error {
 }
 
 // run is the committer goroutine, owned by the WAL: started by Open,
-// stopped by Close (w.stop), it closes w.done when it exits. It writes
-// batches, compacts, and stops for good on a write error, which Err reports.
+// stopped by Close (w.stop). It writes batches, compacts, and stops for
+// good on a write error, which Err reports. When it exits it sends the
+// error that stopped it (nil for Close) on w.errc, which Close receives,
+// and closes w.done, on which appenders wait.
 func (w *WAL) run() {
-	defer close(w.done)
+	defer func() {
+		w.errc <- w.Err()
+		close(w.done)
+	}()
 	var tick <-chan time.Time
 	if w.cfg.compactEvery > 0 {
 		t := time.NewTicker(w.cfg.compactEvery)

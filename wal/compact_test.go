@@ -272,3 +272,25 @@ func TestClose(t *testing.T) {
 		t.Fatal("Done not closed after Close")
 	}
 }
+
+// TestWriteFailureStops: a failed write stops the WAL for good: the Append
+// gets the error, later calls get it too, Done closes, Close returns it.
+func TestWriteFailureStops(t *testing.T) {
+	w := openT(t, t.TempDir())
+	appendT(t, w, msg(0, 1, 0))
+	w.log.Close() // tidwall/wal now refuses writes
+	err := w.Append(ctx, msg(0, 2, 0))
+	if err == nil || !strings.Contains(err.Error(), "wal: write batch") {
+		t.Fatalf("Append on a failed log: %v", err)
+	}
+	<-w.Done()
+	if w.Err() == nil || w.Err().Error() != err.Error() {
+		t.Fatalf("Err %v, want %v", w.Err(), err)
+	}
+	if err2 := w.GC(ctx, base, win(0)); err2 == nil || err2.Error() != err.Error() {
+		t.Fatalf("GC after the failure: %v", err2)
+	}
+	if cerr := w.Close(); cerr == nil || cerr.Error() != err.Error() {
+		t.Fatalf("Close: %v, want %v", cerr, err)
+	}
+}

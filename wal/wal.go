@@ -31,6 +31,7 @@ type WAL struct {
 	reqs     chan *request
 	compacts chan chan error
 	stop     chan struct{} // closed by Close: no new requests
+	errc     chan error    // the committer's exit error, for Close (buffered)
 	done     chan struct{} // closed when the committer has exited
 	appended atomic.Bool   // a request reached the committer
 
@@ -134,7 +135,7 @@ func Open(dir string, opts ...Option) (*WAL, error) {
 	w := &WAL{
 		root: dir, cfg: cfg, lock: lock,
 		reqs: make(chan *request, requestQueue), compacts: make(chan chan error),
-		stop: make(chan struct{}), done: make(chan struct{}),
+		stop: make(chan struct{}), errc: make(chan error, 1), done: make(chan struct{}),
 		closed: map[windowKey]Window{},
 	}
 	if err := w.recover(); err != nil {
@@ -312,16 +313,19 @@ func (w *WAL) Err() error {
 	return w.failErr
 }
 
-// Close stops the WAL; it is idempotent. Appends waiting for the group
-// commit get ErrClosed or, if their batch was being written, its result.
+// Close stops the WAL; it is idempotent and returns the same error each
+// time: the write error that stopped the WAL earlier, if any, else an
+// error of closing the files. Appends waiting for the group commit get
+// ErrClosed or, if their batch was being written, its result.
 func (w *WAL) Close() error {
 	w.closeOnce.Do(func() {
 		// Stop taking requests; the committer finishes the batch it is
-		// writing and exits.
+		// writing and exits, reporting the error that stopped it earlier,
+		// if one did: Close returns it.
 		close(w.stop)
-		<-w.done
+		w.closeErr = <-w.errc
 		// Close tidwall/wal, which fsyncs the tail segment once more.
-		if err := w.log.Close(); err != nil && w.Err() == nil {
+		if err := w.log.Close(); err != nil && w.closeErr == nil {
 			w.closeErr = fmt.Errorf("wal: close: %w", err)
 		}
 		// Release the lock last: another Open may start right after.
