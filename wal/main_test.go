@@ -15,8 +15,10 @@ func TestMain(m *testing.M) {
 		return
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		if bigDir != "" {
-			os.RemoveAll(bigDir)
+		for _, d := range []string{bigDir, templateDir} {
+			if d != "" {
+				os.RemoveAll(d)
+			}
 		}
 		os.Exit(code)
 	}))
