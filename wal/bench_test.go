@@ -94,7 +94,7 @@ func BenchmarkAppend(b *testing.B) {
 		ops.Wait()
 		st := w.Stats()
 		b.ReportMetric(float64(8*per*10)/b.Elapsed().Seconds(), "entries/s")
-		b.ReportMetric(float64(st.Entries)/float64(st.Syncs), "entries/fsync")
+		b.ReportMetric(float64(st.Entries)/float64(st.Batches), "entries/fsync")
 	})
 }
 

@@ -17,7 +17,9 @@
 //
 // Append returns once its entries are fsync'd; concurrent Appends and GCs
 // are coalesced by one committer goroutine into a single tidwall/wal write
-// batch and one fsync. An Append that returned is replayed after any crash
+// batch and one fsync (a batch that starts a new segment adds the old
+// segment's fsync, which tidwall/wal does, and this package's fsyncs of the
+// directory and the tail hint). An Append that returned is replayed after any crash
 // (kill -9 or power loss), unless a later GC event closed all its windows.
 // A batch whose write was in flight at a crash may survive in part (a
 // prefix, or nothing): its messages were not acknowledged, so the ISB

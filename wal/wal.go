@@ -54,8 +54,8 @@ type WAL struct {
 	keptSize int64                // genBytes right after the last compaction
 
 	stats struct {
-		batches, entries, syncs, compactions atomic.Int64
-		compactFailures, logBytes, segments  atomic.Int64
+		batches, entries, compactions       atomic.Int64
+		compactFailures, logBytes, segments atomic.Int64
 	}
 
 	failMu  sync.Mutex
@@ -103,9 +103,8 @@ type Repair struct {
 
 // Stats are counters of an open WAL.
 type Stats struct {
-	Batches     int64 // write batches (each one write and one fsync)
+	Batches     int64 // write batches: each is one tidwall/wal WriteBatch, one write and one fsync
 	Entries     int64 // entries appended (messages and GC events)
-	Syncs       int64 // fsyncs of segment data by appends
 	Compactions int64 // compactions done, Open's included
 	// CompactFailures counts compactions that failed before switching
 	// generations (the log stays as it was and the next one retries);
@@ -293,7 +292,6 @@ func (w *WAL) Stats() Stats {
 	return Stats{
 		Batches:         w.stats.batches.Load(),
 		Entries:         w.stats.entries.Load(),
-		Syncs:           w.stats.syncs.Load(),
 		Compactions:     w.stats.compactions.Load(),
 		CompactFailures: w.stats.compactFailures.Load(),
 		LogBytes:        w.stats.logBytes.Load(),
