@@ -83,7 +83,7 @@ func (w *WAL) compact() error {
 			if r.h.kind != kindMessage {
 				return nil // GC events and the old checkpoint are summed up in cp
 			}
-			rec, err := d.decode(r.e)
+			rec, err := d.decodeBody(r.h, r.e)
 			if err != nil {
 				return corrupt(r.file, r.index, r.off, "%v", err)
 			}

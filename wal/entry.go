@@ -229,6 +229,12 @@ func (d *decoder) decode(e []byte) (record, error) {
 	if err != nil {
 		return record{}, err
 	}
+	return d.decodeBody(h, e)
+}
+
+// decodeBody decodes the body of entry e, whose header decodeHeader
+// returned as h (so its crc was checked).
+func (d *decoder) decodeBody(h header, e []byte) (record, error) {
 	r := record{header: h}
 	b := body{b: e[headerSize:]}
 	switch h.kind {

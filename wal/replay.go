@@ -41,7 +41,7 @@ func (w *WAL) Replay() iter.Seq2[Entry, error] {
 			if r.h.kind != kindMessage {
 				return nil
 			}
-			rec, err := d.decode(r.e)
+			rec, err := d.decodeBody(r.h, r.e)
 			if err != nil {
 				return corrupt(r.file, r.index, r.off, "%v", err)
 			}

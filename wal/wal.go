@@ -215,7 +215,7 @@ func (w *WAL) load(r ref) error {
 		w.replay.entries++
 	default:
 		var d decoder
-		rec, err := d.decode(r.e)
+		rec, err := d.decodeBody(r.h, r.e)
 		if err != nil {
 			return corrupt(r.file, r.index, r.off, "%v", err)
 		}
