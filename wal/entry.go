@@ -10,9 +10,9 @@ import (
 
 // Entry is one message the reduce read, as the log stores it.
 //
-// Entries returned by Replay alias the segment buffer they were decoded
-// from: Value, Keys and Windows must not be modified (copy them to keep a
-// changed version); they stay valid after the iteration step.
+// In an Entry yielded by Replay, Value aliases the log's mapped segment and
+// is valid only until the iteration advances: decode it (or copy it) in the
+// loop body. Keys and Windows are the caller's to keep.
 type Entry struct {
 	Partition int32     // ISB partition the message was read from
 	Offset    int64     // its offset in that partition
@@ -215,12 +215,30 @@ func decodeHeader(e []byte) (header, error) {
 	return header{kind: e[5], flags: e[6], batch: binary.LittleEndian.Uint64(e[7:])}, nil
 }
 
-// decoder decodes entries, carving keys and windows out of arenas it
-// refills in chunks so that a replay allocates per chunk, not per entry.
-// Decoded keys and values alias the input bytes, which must not change.
+// decoder decodes entries, carving key and window slices out of arenas it
+// refills in chunks, and interning key strings (keyed windows repeat the
+// same keys), so that a replay allocates per chunk and per distinct key,
+// not per entry. Keys are copies; a value aliases the input bytes.
 type decoder struct {
 	keys    []string
 	windows []Window
+	intern  map[string]string
+}
+
+// maxInterned bounds the interned keys; past it the table starts over.
+const maxInterned = 1 << 16
+
+// key returns b as a string, the same string for the same bytes.
+func (d *decoder) key(b []byte) string {
+	if s, ok := d.intern[string(b)]; ok { // no allocation for the lookup
+		return s
+	}
+	if d.intern == nil || len(d.intern) >= maxInterned {
+		d.intern = make(map[string]string)
+	}
+	s := string(b)
+	d.intern[s] = s
+	return s
 }
 
 // decode decodes a whole entry, header and body.
@@ -246,7 +264,7 @@ func (d *decoder) decodeBody(h header, e []byte) (record, error) {
 		if n := b.count(1); n > 0 {
 			m.Keys = d.takeKeys(n)
 			for i := range m.Keys {
-				m.Keys[i] = b.str()
+				m.Keys[i] = d.key(b.bytes())
 			}
 		}
 		m.Windows = d.readWindows(&b)
@@ -380,17 +398,14 @@ func (b *body) count(min int) int {
 	return int(n)
 }
 
-func (b *body) str() string {
+// bytes reads a length-prefixed byte string.
+func (b *body) bytes() []byte {
 	n := b.uvarint()
 	if b.err == nil && n > uint64(len(b.b)) {
 		b.fail("string of %d bytes in %d", n, len(b.b))
-		return ""
+		return nil
 	}
-	s := b.take(int(n))
-	if len(s) == 0 {
-		return ""
-	}
-	return unsafeString(s)
+	return b.take(int(n))
 }
 
 // end checks that the body was read whole.

@@ -67,6 +67,7 @@ func FuzzRecovery(f *testing.F) {
 			if err != nil {
 				t.Fatalf("Replay: %v", err)
 			}
+			e.Value = slices.Clone(e.Value)
 			got = append(got, e)
 		}
 		if len(got) < intact || len(got) > len(want) {

@@ -17,7 +17,8 @@ type replaySnapshot struct {
 // Open compacted away every window a GC event closed, so each entry has
 // open windows only.
 //
-// Entries alias the segment buffers they were decoded from (see Entry).
+// Each entry's Value is valid only until the loop advances (see Entry):
+// segments are mapped, not copied, so a replay allocates next to nothing.
 // A damaged entry (which can only appear after Open checked the log, e.g.
 // from the disk) ends the sequence with a *CorruptError. Replay must run
 // before the first Append or GC; after it, it yields ErrReplayAfterAppend.
@@ -37,7 +38,7 @@ func (w *WAL) Replay() iter.Seq2[Entry, error] {
 		}
 		var d decoder
 		stopped := false
-		_, err = walk(s.dir, segs, 0, s.limit, false, false, func(r ref) error {
+		_, err = walk(s.dir, segs, 0, s.limit, false, true, func(r ref) error {
 			if r.h.kind != kindMessage {
 				return nil
 			}

@@ -53,8 +53,7 @@ func frameAt(buf []byte, p int) ([]byte, int, bool) {
 // with an index up to limit (0: all). With mapped, each segment is mapped
 // read-only while it is walked (no copy out of the page cache), so visit
 // must not keep the bytes it is handed past its call; otherwise each
-// segment is read into a buffer of its own, which the entries decoded from
-// it may alias for good.
+// segment is read into a buffer of its own.
 //
 // Damage is an error (a *CorruptError, or a *VersionError for an intact
 // entry of another version) unless repair is set and it is a torn tail:
