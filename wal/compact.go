@@ -79,7 +79,7 @@ func (w *WAL) compact() error {
 	var d decoder
 	var kept []Window
 	fill := func(emit func(*Entry) error) error {
-		_, err := walk(old, segs, 0, w.last, false, true, func(r ref) error {
+		_, err := walk(old, segs, 0, w.last, walkMode{mapped: true}, func(r ref) error {
 			if r.h.kind != kindMessage {
 				return nil // GC events and the old checkpoint are summed up in cp
 			}

@@ -209,6 +209,14 @@ func decodeHeader(e []byte) (header, error) {
 	if got, want := crc32.Checksum(e[4:], castagnoli), binary.LittleEndian.Uint32(e); got != want {
 		return header{}, fmt.Errorf("%w: crc32c %08x, stored %08x", errDamaged, got, want)
 	}
+	return parseHeader(e)
+}
+
+// parseHeader returns the header of an entry whose crc was already checked.
+func parseHeader(e []byte) (header, error) {
+	if len(e) < headerSize {
+		return header{}, fmt.Errorf("%w: %d bytes, shorter than the %d-byte header", errDamaged, len(e), headerSize)
+	}
 	if e[4] != formatVersion {
 		return header{}, &VersionError{Version: e[4]}
 	}

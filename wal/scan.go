@@ -48,20 +48,28 @@ func frameAt(buf []byte, p int) ([]byte, int, bool) {
 	return buf[start : start+int(n)], start + int(n), true
 }
 
+// walkMode says how walk reads.
+type walkMode struct {
+	repair   bool // return a torn tail of the last segment instead of failing
+	mapped   bool // map segments read-only: visit must not keep their bytes
+	verified bool // Open's walk checked every crc already: skip them
+}
+
 // walk reads the generation's segments in order, checks that they hold
 // every index from 1 on without gap, and calls visit for each valid entry
-// with an index up to limit (0: all). With mapped, each segment is mapped
-// read-only while it is walked (no copy out of the page cache), so visit
-// must not keep the bytes it is handed past its call; otherwise each
-// segment is read into a buffer of its own.
+// with an index up to limit (0: all). A mapped segment is mapped read-only
+// until walk returns (no copy out of the page cache); otherwise each
+// segment is read into a buffer of its own. Skipping verified crcs is only
+// for a walk of what Open's walk checked, under the same lock: the bytes
+// can only have changed through the disk in between.
 //
 // Damage is an error (a *CorruptError, or a *VersionError for an intact
-// entry of another version) unless repair is set and it is a torn tail:
+// entry of another version) unless mode.repair is set and it is a torn tail:
 // damage in the last segment followed only by garbage or by entries of the
 // write batch the damage is in, which is the last one and so was never
 // acknowledged. Such a tail is returned for the caller to cut; the entries
 // before it are visited.
-func walk(dir string, segs []segmentFile, hint, limit uint64, repair, mapped bool, visit func(ref) error) (walked, error) {
+func walk(dir string, segs []segmentFile, hint, limit uint64, mode walkMode, visit func(ref) error) (walked, error) {
 	var w walked
 	if len(segs) == 0 || segs[0].first != 1 {
 		first := uint64(0)
@@ -82,7 +90,7 @@ func walk(dir string, segs []segmentFile, hint, limit uint64, repair, mapped boo
 		if s.first != next {
 			return w, corrupt(s.path, next, -1, "segment starts at entry %d but the one before it ends before entry %d: entries %d..%d are missing or extra", s.first, next, min(next, s.first), max(next, s.first)-1)
 		}
-		buf, release, err := readSegment(s.path, mapped)
+		buf, release, err := readSegment(s.path, mode.mapped)
 		if err != nil {
 			return w, err
 		}
@@ -94,9 +102,12 @@ func walk(dir string, segs []segmentFile, hint, limit uint64, repair, mapped boo
 			}
 			e, end, ok := frameAt(buf, p)
 			var h header
-			if ok {
+			switch {
+			case ok && mode.verified:
+				h, err = parseHeader(e)
+			case ok:
 				h, err = decodeHeader(e)
-			} else {
+			default:
 				err = fmt.Errorf("%w: tidwall/wal frame length is not a uvarint within the file", errDamaged)
 			}
 			if ve, isVersion := errors.AsType[*VersionError](err); isVersion {
@@ -104,7 +115,7 @@ func walk(dir string, segs []segmentFile, hint, limit uint64, repair, mapped boo
 				return w, ve
 			}
 			if err != nil {
-				if !isLast || !repair {
+				if !isLast || !mode.repair {
 					return w, corrupt(s.path, next, int64(p), "%v", err)
 				}
 				t, err := classifyDamage(s.path, buf, p, next, prev, err)

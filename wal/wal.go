@@ -169,7 +169,7 @@ func (w *WAL) recover() error {
 	if err != nil {
 		return err
 	}
-	found, err := walk(dir, segs, hint, 0, true, true, w.load)
+	found, err := walk(dir, segs, hint, 0, walkMode{repair: true, mapped: true}, w.load)
 	if err != nil {
 		return err
 	}
