@@ -165,12 +165,14 @@ func (w *WAL) run() {
 			}
 			group = w.gather(append(group[:0], r))
 			err := w.commit(group)
+			if err != nil {
+				w.fail(err) // before the answers: an appender told of it sees it in Err
+			}
 			for _, r := range group {
 				r.done <- err
 			}
 			clear(group)
 			if err != nil {
-				w.fail(err)
 				return
 			}
 			if len(w.closed) > 0 && w.genBytes > max(2*w.keptSize, w.cfg.compactMin) {

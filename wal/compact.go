@@ -2,6 +2,7 @@ package wal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -102,13 +103,15 @@ func (w *WAL) compact() error {
 		return err
 	}
 	built, err := w.build(w.gen+1, &cp, w.batchID, fill)
+	if errors.Is(err, errSwitchUndecided) {
+		w.fail(err) // appending to either generation could lose entries
+	}
 	if err != nil {
 		return err
 	}
-	// Switched: from here on a failure stops the WAL.
-	if err := w.log.Close(); err != nil {
-		w.fail(fmt.Errorf("wal: close compacted generation: %w", err))
-	}
+	// Switched: from here on a failure stops the WAL. The old generation's
+	// log is abandoned, so an error closing it changes nothing.
+	w.log.Close()
 	w.gen++
 	w.last, w.tail, w.genBytes, w.keptSize = built.last, built.tailSize, built.bytes, built.bytes
 	clear(w.closed)
@@ -214,9 +217,18 @@ func (w *WAL) build(n uint64, cp *checkpoint, batch uint64, fill func(emit func(
 	}
 	if err == nil {
 		err = os.Rename(tmp, final)
-	}
-	if err == nil {
-		err = syncDir(w.root)
+		if err == nil {
+			if err = syncDir(w.root); err != nil {
+				// The switch may or may not be durable: undo it, or
+				// report that the live generation is undecided.
+				if rerr := os.RemoveAll(final); rerr != nil {
+					return built{}, fmt.Errorf("%w: %s: %v (then removing it: %v)", errSwitchUndecided, final, err, rerr)
+				}
+				if serr := syncDir(w.root); serr != nil {
+					return built{}, fmt.Errorf("%w: %s: %v (then removing it: %v)", errSwitchUndecided, final, err, serr)
+				}
+			}
+		}
 	}
 	if err != nil {
 		os.RemoveAll(tmp)

@@ -77,5 +77,9 @@ func corrupt(file string, index uint64, off int64, format string, args ...any) *
 	return &CorruptError{File: file, Index: index, Offset: off, Reason: fmt.Sprintf(format, args...)}
 }
 
+// errSwitchUndecided reports a compaction whose generation switch could not
+// be made durable nor undone: the WAL stops.
+var errSwitchUndecided = errors.New("wal: compaction switched generations but could not make the switch durable nor undo it")
+
 // errStopReplay ends a walk when the caller of Replay stops ranging.
 var errStopReplay = errors.New("replay stopped")
