@@ -217,10 +217,7 @@ func (w *WAL) commit(group []*request) error {
 	w.batchID++
 	index, lastReq := w.last, len(group)-1
 	var bytes int64
-	cycled := false
-	if w.tail > int64(w.cfg.segmentSize) {
-		cycled, w.tail = true, 0 // tidwall/wal starts a new segment before the batch
-	}
+	cycled := w.beginBatch()
 	for ri, r := range group {
 		start := 0
 		for ei, end := range r.ends {
@@ -233,12 +230,10 @@ func (w *WAL) commit(group []*request) error {
 			seal(e, w.batchID, flags)
 			index++
 			w.batch.Write(index, e)
-			frame := int64(uvarintLen(len(e)) + len(e))
+			frame := frameSize(e)
 			bytes += frame
-			// Mirror tidwall/wal's rollover: it starts a new segment
-			// once one reaches SegmentSize.
-			if w.tail += frame; w.tail >= int64(w.cfg.segmentSize) {
-				cycled, w.tail = true, 0
+			if w.addFrame(frame) {
+				cycled = true
 			}
 		}
 	}
@@ -269,6 +264,30 @@ func (w *WAL) commit(group []*request) error {
 	w.stats.logBytes.Store(w.genBytes)
 	return nil
 }
+
+// beginBatch and addFrame mirror tidwall/wal's segment rollover in w.tail:
+// it starts a new segment before a batch if the last one is past
+// SegmentSize, and after any entry that brings it to SegmentSize. Each
+// reports whether it started one.
+func (w *WAL) beginBatch() bool {
+	if w.tail > int64(w.cfg.segmentSize) {
+		w.tail = 0
+		return true
+	}
+	return false
+}
+
+func (w *WAL) addFrame(frame int64) bool {
+	if w.tail += frame; w.tail >= int64(w.cfg.segmentSize) {
+		w.tail = 0
+		return true
+	}
+	return false
+}
+
+// frameSize is the bytes tidwall/wal writes for entry e: a uvarint length
+// and e.
+func frameSize(e []byte) int64 { return int64(uvarintLen(len(e)) + len(e)) }
 
 // recordRollover fsyncs the generation directory and writes the tail hint
 // naming its newest segment.

@@ -168,7 +168,7 @@ func (w *WAL) build(n uint64, cp *checkpoint, batch uint64, fill func(emit func(
 		seal(e, batch, flags)
 		out.last++
 		b.Write(out.last, e) // copies e
-		out.bytes += int64(uvarintLen(len(e)) + len(e))
+		out.bytes += frameSize(e)
 		inBatch, bBytes = inBatch+1, bBytes+len(e)
 		return flush(false)
 	}

@@ -75,7 +75,9 @@
 //
 // n and len are uvarints; a zero time is stored as the minimum int64. Entry
 // 1 of every generation is its checkpoint, and no other entry is one.
-// Compaction writes all its entries as one batch.
+// Compaction writes all its entries as one batch. A GC event without
+// windows, in the batch of the entry before it, is written by Open to end a
+// batch that a crash cut short (see Recovery).
 //
 // # Recovery
 //

@@ -393,3 +393,54 @@ func TestTailHintFollowsRollover(t *testing.T) {
 		t.Fatalf("only %d rollovers", rollovers)
 	}
 }
+
+// TestTornTwice: a crash cuts the last batch short, leaving a prefix of it;
+// after the restart a second crash damages the head of the next batch, its
+// other entries intact. Open must see the second as a torn tail too, which
+// it can because the first Open ended the cut-short batch.
+func TestTornTwice(t *testing.T) {
+	l := buildTableLog(t)
+	last := uint64(tableBatches*tableBatch + 1)
+	f := l.frame(t, last-2) // third entry of the last batch: two survive
+	truncateTo(t, f.file, f.pos+7)
+	w := openT(t, l.dir, SegmentSize(tableSeg))
+	if r := w.Recovered().Repaired; r == nil || r.Index != last-2 {
+		t.Fatalf("first repair %+v", r)
+	}
+	survivors := l.want[:len(l.want)-3]
+	checkEntries(t, replayAll(t, w), survivors)
+	var next []Entry
+	for i := range 5 {
+		next = append(next, msg(1, int64(500+i), 9))
+	}
+	appendT(t, w, next...)
+	closeT(t, w)
+	// Damage the first entry of the new batch, wherever it is.
+	segs, _, err := listSegments(l.gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.segs = segs
+	first := uint64(0)
+	for idx := last - 3; first == 0; idx++ {
+		f = l.frame(t, idx)
+		b, _ := os.ReadFile(f.file)
+		var d decoder
+		if r, err := d.decode(b[f.data:f.end]); err == nil && r.kind == kindMessage && r.msg.Offset == 500 {
+			first = idx
+		}
+	}
+	flipByte(t, f.file, f.end-2)
+	w, err = Open(l.dir, SegmentSize(tableSeg))
+	if err != nil {
+		t.Fatalf("second Open: %v", err)
+	}
+	if first != last-1 {
+		t.Fatalf("the new batch starts at entry %d, want %d: after the survivors and the GC event ending their batch", first, last-1)
+	}
+	defer closeT(t, w)
+	if r := w.Recovered().Repaired; r == nil || r.Dropped != 4 {
+		t.Fatalf("second repair %+v, want the whole new batch cut (4 intact entries dropped)", r)
+	}
+	checkEntries(t, replayAll(t, w), survivors)
+}

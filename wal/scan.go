@@ -35,6 +35,7 @@ type walked struct {
 	next     uint64 // index after the last valid entry
 	tailSize int64  // bytes of the last segment, after a cut
 	bytes    int64  // bytes of all valid frames
+	ended    bool   // the last valid entry ends its write batch
 }
 
 // frameAt decodes the tidwall/wal binary frame at p (uvarint length, data)
@@ -131,6 +132,7 @@ func walk(dir string, segs []segmentFile, hint, limit uint64, mode walkMode, vis
 			}
 			w.bytes += int64(end - p)
 			prev = h
+			w.ended = h.flags&flagBatchEnd != 0
 			next++
 			p = end
 		}

@@ -187,6 +187,11 @@ func (w *WAL) recover() error {
 	if err := w.openLog(); err != nil {
 		return err
 	}
+	if !found.ended {
+		if err := w.endBatch(); err != nil {
+			return err
+		}
+	}
 	if len(w.closed) > 0 {
 		if err := w.compact(); err != nil {
 			return err
@@ -197,6 +202,25 @@ func (w *WAL) recover() error {
 	w.recovered.Watermark = w.cp.watermark
 	w.recovered.Entries = w.replay.entries
 	w.replay.dir, w.replay.limit = w.genDir(), w.last
+	return nil
+}
+
+// endBatch appends, durably, an empty GC event that ends the last write
+// batch, which a crash left without its last entries. Torn-tail repair
+// relies on every batch but the one in flight being ended: without this,
+// damage at the start of the next batch would look like damage inside this
+// one, followed by an intact later batch, and a later Open would refuse it.
+func (w *WAL) endBatch() error {
+	e := appendGC(nil, &gcEvent{})
+	seal(e, w.batchID, flagBatchEnd)
+	w.last++
+	if err := w.log.Write(w.last, e); err != nil { // fsyncs
+		return fmt.Errorf("wal: end the batch a crash cut short: %w", err)
+	}
+	w.genBytes += frameSize(e)
+	if cycled := w.beginBatch(); w.addFrame(frameSize(e)) || cycled {
+		return w.recordRollover()
+	}
 	return nil
 }
 
