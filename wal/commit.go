@@ -138,10 +138,15 @@ func (w *WAL) stoppedErr() error {
 }
 
 // run is the committer goroutine, owned by the WAL: started by Open,
-// stopped by Close (w.stop), it closes w.done when it exits. It writes
-// batches, compacts, and stops for good on a write error, which Err reports.
+// stopped by Close (w.stop). It writes batches, compacts, and stops for
+// good on a write error, which Err reports. When it exits it sends the
+// error that stopped it (nil for Close) on w.errc, which Close receives,
+// and closes w.done, on which appenders wait.
 func (w *WAL) run() {
-	defer close(w.done)
+	defer func() {
+		w.errc <- w.Err()
+		close(w.done)
+	}()
 	var tick <-chan time.Time
 	if w.cfg.compactEvery > 0 {
 		t := time.NewTicker(w.cfg.compactEvery)
@@ -160,12 +165,14 @@ func (w *WAL) run() {
 			}
 			group = w.gather(append(group[:0], r))
 			err := w.commit(group)
+			if err != nil {
+				w.fail(err) // before the answers: an appender told of it sees it in Err
+			}
 			for _, r := range group {
 				r.done <- err
 			}
 			clear(group)
 			if err != nil {
-				w.fail(err)
 				return
 			}
 			if len(w.closed) > 0 && w.genBytes > max(2*w.keptSize, w.cfg.compactMin) {
@@ -210,10 +217,7 @@ func (w *WAL) commit(group []*request) error {
 	w.batchID++
 	index, lastReq := w.last, len(group)-1
 	var bytes int64
-	cycled := false
-	if w.tail > int64(w.cfg.segmentSize) {
-		cycled, w.tail = true, 0 // tidwall/wal starts a new segment before the batch
-	}
+	cycled := w.beginBatch()
 	for ri, r := range group {
 		start := 0
 		for ei, end := range r.ends {
@@ -226,12 +230,10 @@ func (w *WAL) commit(group []*request) error {
 			seal(e, w.batchID, flags)
 			index++
 			w.batch.Write(index, e)
-			frame := int64(uvarintLen(len(e)) + len(e))
+			frame := frameSize(e)
 			bytes += frame
-			// Mirror tidwall/wal's rollover: it starts a new segment
-			// once one reaches SegmentSize.
-			if w.tail += frame; w.tail >= int64(w.cfg.segmentSize) {
-				cycled, w.tail = true, 0
+			if w.addFrame(frame) {
+				cycled = true
 			}
 		}
 	}
@@ -258,11 +260,34 @@ func (w *WAL) commit(group []*request) error {
 		}
 	}
 	w.stats.batches.Add(1)
-	w.stats.syncs.Add(1)
 	w.stats.entries.Add(int64(n))
 	w.stats.logBytes.Store(w.genBytes)
 	return nil
 }
+
+// beginBatch and addFrame mirror tidwall/wal's segment rollover in w.tail:
+// it starts a new segment before a batch if the last one is past
+// SegmentSize, and after any entry that brings it to SegmentSize. Each
+// reports whether it started one.
+func (w *WAL) beginBatch() bool {
+	if w.tail > int64(w.cfg.segmentSize) {
+		w.tail = 0
+		return true
+	}
+	return false
+}
+
+func (w *WAL) addFrame(frame int64) bool {
+	if w.tail += frame; w.tail >= int64(w.cfg.segmentSize) {
+		w.tail = 0
+		return true
+	}
+	return false
+}
+
+// frameSize is the bytes tidwall/wal writes for entry e: a uvarint length
+// and e.
+func frameSize(e []byte) int64 { return int64(uvarintLen(len(e)) + len(e)) }
 
 // recordRollover fsyncs the generation directory and writes the tail hint
 // naming its newest segment.

@@ -2,6 +2,7 @@ package wal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -46,7 +47,11 @@ func (w *WAL) tryCompact(wait bool) error {
 		return nil
 	}
 	defer w.replayMu.Unlock()
-	return w.compact()
+	err := w.compact()
+	if err != nil && w.Err() == nil {
+		w.stats.compactFailures.Add(1)
+	}
+	return err
 }
 
 // compact rewrites the live generation into the next one, keeping the
@@ -75,11 +80,11 @@ func (w *WAL) compact() error {
 	var d decoder
 	var kept []Window
 	fill := func(emit func(*Entry) error) error {
-		_, err := walk(old, segs, 0, w.last, false, func(r ref) error {
+		_, err := walk(old, segs, 0, w.last, walkMode{mapped: true}, func(r ref) error {
 			if r.h.kind != kindMessage {
 				return nil // GC events and the old checkpoint are summed up in cp
 			}
-			rec, err := d.decode(r.e)
+			rec, err := d.decodeBody(r.h, r.e)
 			if err != nil {
 				return corrupt(r.file, r.index, r.off, "%v", err)
 			}
@@ -98,13 +103,15 @@ func (w *WAL) compact() error {
 		return err
 	}
 	built, err := w.build(w.gen+1, &cp, w.batchID, fill)
+	if errors.Is(err, errSwitchUndecided) {
+		w.fail(err) // appending to either generation could lose entries
+	}
 	if err != nil {
 		return err
 	}
-	// Switched: from here on a failure stops the WAL.
-	if err := w.log.Close(); err != nil {
-		w.fail(fmt.Errorf("wal: close compacted generation: %w", err))
-	}
+	// Switched: from here on a failure stops the WAL. The old generation's
+	// log is abandoned, so an error closing it changes nothing.
+	w.log.Close()
 	w.gen++
 	w.last, w.tail, w.genBytes, w.keptSize = built.last, built.tailSize, built.bytes, built.bytes
 	clear(w.closed)
@@ -161,7 +168,7 @@ func (w *WAL) build(n uint64, cp *checkpoint, batch uint64, fill func(emit func(
 		seal(e, batch, flags)
 		out.last++
 		b.Write(out.last, e) // copies e
-		out.bytes += int64(uvarintLen(len(e)) + len(e))
+		out.bytes += frameSize(e)
 		inBatch, bBytes = inBatch+1, bBytes+len(e)
 		return flush(false)
 	}
@@ -210,9 +217,18 @@ func (w *WAL) build(n uint64, cp *checkpoint, batch uint64, fill func(emit func(
 	}
 	if err == nil {
 		err = os.Rename(tmp, final)
-	}
-	if err == nil {
-		err = syncDir(w.root)
+		if err == nil {
+			if err = syncDir(w.root); err != nil {
+				// The switch may or may not be durable: undo it, or
+				// report that the live generation is undecided.
+				if rerr := os.RemoveAll(final); rerr != nil {
+					return built{}, fmt.Errorf("%w: %s: %v (then removing it: %v)", errSwitchUndecided, final, err, rerr)
+				}
+				if serr := syncDir(w.root); serr != nil {
+					return built{}, fmt.Errorf("%w: %s: %v (then removing it: %v)", errSwitchUndecided, final, err, serr)
+				}
+			}
+		}
 	}
 	if err != nil {
 		os.RemoveAll(tmp)

@@ -137,6 +137,9 @@ type crashModel struct {
 	closed    map[int]bool      // windows whose GC returned (or whose GC may have landed and that have no entry left)
 	gcIntent  map[int]bool      // windows whose GC started but did not return
 	gcMark    time.Time         // highest acknowledged GC watermark
+
+	inflightKept, inflightLost int // entries of unacknowledged batches a restart found, or not
+	repairs                    int // torn tails cut
 }
 
 func TestCrash(t *testing.T) {
@@ -208,7 +211,8 @@ func TestCrash(t *testing.T) {
 		}
 	}
 	replayed += m.verify(t, dir, rounds)
-	t.Logf("%d rounds in %v: %d acknowledged appends, %d acknowledged GCs, %d entries replayed, %d lines", rounds, time.Since(start).Round(time.Millisecond), appends, gcs, replayed, lines)
+	t.Logf("%d rounds in %v: %d acknowledged appends, %d acknowledged GCs, %d entries replayed, %d lines; entries of batches killed in flight: %d kept, %d lost; %d torn tails cut",
+		rounds, time.Since(start).Round(time.Millisecond), appends, gcs, replayed, lines, m.inflightKept, m.inflightLost, m.repairs)
 	if appends < rounds || gcs == 0 {
 		t.Fatalf("the child got to %d appends and %d GCs", appends, gcs)
 	}
@@ -271,10 +275,14 @@ func (m *crashModel) verify(t *testing.T, dir string, round int) int {
 	// will be; a window whose GC was in flight is closed unless its entries
 	// are still there.
 	for k := range m.announced {
-		if present[k] {
+		switch {
+		case m.acked[k]:
+		case present[k]:
 			m.acked[k] = true
-		} else if !m.acked[k] {
+			m.inflightKept++
+		default:
 			delete(m.announced, k)
+			m.inflightLost++
 		}
 	}
 	for id := range m.gcIntent {
@@ -284,6 +292,7 @@ func (m *crashModel) verify(t *testing.T, dir string, round int) int {
 	}
 	clear(m.gcIntent)
 	if rec.Repaired != nil {
+		m.repairs++
 		t.Logf("after round %d: cut a torn tail: %+v", round, *rec.Repaired)
 	}
 	return len(present)

@@ -10,9 +10,9 @@ import (
 
 // Entry is one message the reduce read, as the log stores it.
 //
-// Entries returned by Replay alias the segment buffer they were decoded
-// from: Value, Keys and Windows must not be modified (copy them to keep a
-// changed version); they stay valid after the iteration step.
+// In an Entry yielded by Replay, Value aliases the log's mapped segment and
+// is valid only until the iteration advances: decode it (or copy it) in the
+// loop body. Keys and Windows are the caller's to keep.
 type Entry struct {
 	Partition int32     // ISB partition the message was read from
 	Offset    int64     // its offset in that partition
@@ -209,18 +209,44 @@ func decodeHeader(e []byte) (header, error) {
 	if got, want := crc32.Checksum(e[4:], castagnoli), binary.LittleEndian.Uint32(e); got != want {
 		return header{}, fmt.Errorf("%w: crc32c %08x, stored %08x", errDamaged, got, want)
 	}
+	return parseHeader(e)
+}
+
+// parseHeader returns the header of an entry whose crc was already checked.
+func parseHeader(e []byte) (header, error) {
+	if len(e) < headerSize {
+		return header{}, fmt.Errorf("%w: %d bytes, shorter than the %d-byte header", errDamaged, len(e), headerSize)
+	}
 	if e[4] != formatVersion {
 		return header{}, &VersionError{Version: e[4]}
 	}
 	return header{kind: e[5], flags: e[6], batch: binary.LittleEndian.Uint64(e[7:])}, nil
 }
 
-// decoder decodes entries, carving keys and windows out of arenas it
-// refills in chunks so that a replay allocates per chunk, not per entry.
-// Decoded keys and values alias the input bytes, which must not change.
+// decoder decodes entries, carving key and window slices out of arenas it
+// refills in chunks, and interning key strings (keyed windows repeat the
+// same keys), so that a replay allocates per chunk and per distinct key,
+// not per entry. Keys are copies; a value aliases the input bytes.
 type decoder struct {
 	keys    []string
 	windows []Window
+	intern  map[string]string
+}
+
+// maxInterned bounds the interned keys; past it the table starts over.
+const maxInterned = 1 << 16
+
+// key returns b as a string, the same string for the same bytes.
+func (d *decoder) key(b []byte) string {
+	if s, ok := d.intern[string(b)]; ok { // no allocation for the lookup
+		return s
+	}
+	if d.intern == nil || len(d.intern) >= maxInterned {
+		d.intern = make(map[string]string)
+	}
+	s := string(b)
+	d.intern[s] = s
+	return s
 }
 
 // decode decodes a whole entry, header and body.
@@ -229,6 +255,12 @@ func (d *decoder) decode(e []byte) (record, error) {
 	if err != nil {
 		return record{}, err
 	}
+	return d.decodeBody(h, e)
+}
+
+// decodeBody decodes the body of entry e, whose header decodeHeader
+// returned as h (so its crc was checked).
+func (d *decoder) decodeBody(h header, e []byte) (record, error) {
 	r := record{header: h}
 	b := body{b: e[headerSize:]}
 	switch h.kind {
@@ -240,7 +272,7 @@ func (d *decoder) decode(e []byte) (record, error) {
 		if n := b.count(1); n > 0 {
 			m.Keys = d.takeKeys(n)
 			for i := range m.Keys {
-				m.Keys[i] = b.str()
+				m.Keys[i] = d.key(b.bytes())
 			}
 		}
 		m.Windows = d.readWindows(&b)
@@ -374,17 +406,14 @@ func (b *body) count(min int) int {
 	return int(n)
 }
 
-func (b *body) str() string {
+// bytes reads a length-prefixed byte string.
+func (b *body) bytes() []byte {
 	n := b.uvarint()
 	if b.err == nil && n > uint64(len(b.b)) {
 		b.fail("string of %d bytes in %d", n, len(b.b))
-		return ""
+		return nil
 	}
-	s := b.take(int(n))
-	if len(s) == 0 {
-		return ""
-	}
-	return unsafeString(s)
+	return b.take(int(n))
 }
 
 // end checks that the body was read whole.

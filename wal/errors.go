@@ -3,7 +3,6 @@ package wal
 import (
 	"errors"
 	"fmt"
-	"unsafe"
 )
 
 // Sentinel errors, matched with errors.Is. Damage is a *CorruptError
@@ -78,9 +77,9 @@ func corrupt(file string, index uint64, off int64, format string, args ...any) *
 	return &CorruptError{File: file, Index: index, Offset: off, Reason: fmt.Sprintf(format, args...)}
 }
 
-// unsafeString returns b as a string without copying. Only for bytes that
-// are never written again: the log decodes from buffers it reads once.
-func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+// errSwitchUndecided reports a compaction whose generation switch could not
+// be made durable nor undone: the WAL stops.
+var errSwitchUndecided = errors.New("wal: compaction switched generations but could not make the switch durable nor undo it")
 
 // errStopReplay ends a walk when the caller of Replay stops ranging.
 var errStopReplay = errors.New("replay stopped")

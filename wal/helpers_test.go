@@ -61,6 +61,7 @@ func replayAll(t testing.TB, w *WAL) []Entry {
 		if err != nil {
 			t.Fatalf("Replay: %v", err)
 		}
+		e.Value = slices.Clone(e.Value) // valid only until the loop advances
 		out = append(out, e)
 	}
 	return out

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -13,5 +14,12 @@ func TestMain(m *testing.M) {
 	if runChild() {
 		return
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		for _, d := range []string{bigDir, templateDir} {
+			if d != "" {
+				os.RemoveAll(d)
+			}
+		}
+		os.Exit(code)
+	}))
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	tidwall "github.com/tidwall/wal"
 )
 
 // The damage table: a log of 40 batches of 5 messages in 4 KiB segments is
@@ -341,3 +343,104 @@ func snapshotDir(t *testing.T, dir string) string {
 }
 
 func segmentName(index uint64) string { return filepath.Base(genName(index))[len(genPrefix):] }
+
+// TestTidwallAloneRefusesTornTail shows why Open repairs before tidwall/wal
+// opens: on the same torn segment tidwall/wal's own Open fails.
+func TestTidwallAloneRefusesTornTail(t *testing.T) {
+	l := buildTableLog(t)
+	f := l.frame(t, uint64(tableBatches*tableBatch+1))
+	truncateTo(t, f.file, f.end-5)
+	if tl, err := tidwall.Open(l.gen, &tidwall.Options{SegmentSize: tableSeg}); err == nil {
+		tl.Close()
+		t.Fatal("tidwall/wal opened a torn tail")
+	} else if !errors.Is(err, tidwall.ErrCorrupt) {
+		t.Fatalf("tidwall/wal: %v", err)
+	}
+	w := openT(t, l.dir, SegmentSize(tableSeg))
+	defer closeT(t, w)
+	checkEntries(t, replayAll(t, w), l.want[:len(l.want)-1])
+}
+
+// TestTailHintFollowsRollover: after every batch the tail hint names the
+// newest segment, so the mirror of tidwall/wal's rollover misses none.
+func TestTailHintFollowsRollover(t *testing.T) {
+	dir := t.TempDir()
+	w := openT(t, dir, SegmentSize(tableSeg), CompactEvery(0))
+	defer closeT(t, w)
+	gen := filepath.Join(dir, genName(1))
+	rollovers := 0
+	for b := range 150 {
+		var batch []Entry
+		for i := range 1 + b%13 {
+			e := msg(0, int64(b*100+i), 0)
+			e.Value = append(e.Value, strings.Repeat("z", b%200)...)
+			batch = append(batch, e)
+		}
+		appendT(t, w, batch...)
+		segs, hint, err := listSegments(gen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if newest := segs[len(segs)-1].first; hint != newest && !(hint == 0 && newest == 1) {
+			t.Fatalf("after batch %d: hint %d, newest segment %d", b, hint, newest)
+		}
+		if int64(len(segs)) != w.Stats().Segments && len(segs) > 1 {
+			t.Fatalf("after batch %d: %d segments, stats say %d", b, len(segs), w.Stats().Segments)
+		}
+		rollovers = len(segs) - 1
+	}
+	if rollovers < 10 {
+		t.Fatalf("only %d rollovers", rollovers)
+	}
+}
+
+// TestTornTwice: a crash cuts the last batch short, leaving a prefix of it;
+// after the restart a second crash damages the head of the next batch, its
+// other entries intact. Open must see the second as a torn tail too, which
+// it can because the first Open ended the cut-short batch.
+func TestTornTwice(t *testing.T) {
+	l := buildTableLog(t)
+	last := uint64(tableBatches*tableBatch + 1)
+	f := l.frame(t, last-2) // third entry of the last batch: two survive
+	truncateTo(t, f.file, f.pos+7)
+	w := openT(t, l.dir, SegmentSize(tableSeg))
+	if r := w.Recovered().Repaired; r == nil || r.Index != last-2 {
+		t.Fatalf("first repair %+v", r)
+	}
+	survivors := l.want[:len(l.want)-3]
+	checkEntries(t, replayAll(t, w), survivors)
+	var next []Entry
+	for i := range 5 {
+		next = append(next, msg(1, int64(500+i), 9))
+	}
+	appendT(t, w, next...)
+	closeT(t, w)
+	// Damage the first entry of the new batch, wherever it is.
+	segs, _, err := listSegments(l.gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.segs = segs
+	first := uint64(0)
+	for idx := last - 3; first == 0; idx++ {
+		f = l.frame(t, idx)
+		b, _ := os.ReadFile(f.file)
+		var d decoder
+		if r, err := d.decode(b[f.data:f.end]); err == nil && r.kind == kindMessage && r.msg.Offset == 500 {
+			first = idx
+		}
+	}
+	flipByte(t, f.file, f.end-2)
+	w, err = Open(l.dir, SegmentSize(tableSeg))
+	if err != nil {
+		t.Fatalf("second Open: %v", err)
+	}
+	if first != last-1 {
+		t.Fatalf("the new batch starts at entry %d, want %d: after the survivors and the GC event ending their batch", first, last-1)
+	}
+	defer closeT(t, w)
+	if r := w.Recovered().Repaired; r == nil || r.Dropped != 4 {
+		t.Fatalf("second repair %+v, want the whole new batch cut (4 intact entries dropped)", r)
+	}
+	checkEntries(t, replayAll(t, w), survivors)
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"golang.org/x/sys/unix"
 )
 
 // ref is one valid entry found by walk; e aliases its segment's buffer,
@@ -33,6 +35,7 @@ type walked struct {
 	next     uint64 // index after the last valid entry
 	tailSize int64  // bytes of the last segment, after a cut
 	bytes    int64  // bytes of all valid frames
+	ended    bool   // the last valid entry ends its write batch
 }
 
 // frameAt decodes the tidwall/wal binary frame at p (uvarint length, data)
@@ -46,17 +49,28 @@ func frameAt(buf []byte, p int) ([]byte, int, bool) {
 	return buf[start : start+int(n)], start + int(n), true
 }
 
+// walkMode says how walk reads.
+type walkMode struct {
+	repair   bool // return a torn tail of the last segment instead of failing
+	mapped   bool // map segments read-only: visit must not keep their bytes
+	verified bool // Open's walk checked every crc already: skip them
+}
+
 // walk reads the generation's segments in order, checks that they hold
 // every index from 1 on without gap, and calls visit for each valid entry
-// with an index up to limit (0: all).
+// with an index up to limit (0: all). A mapped segment is mapped read-only
+// until walk returns (no copy out of the page cache); otherwise each
+// segment is read into a buffer of its own. Skipping verified crcs is only
+// for a walk of what Open's walk checked, under the same lock: the bytes
+// can only have changed through the disk in between.
 //
 // Damage is an error (a *CorruptError, or a *VersionError for an intact
-// entry of another version) unless repair is set and it is a torn tail:
+// entry of another version) unless mode.repair is set and it is a torn tail:
 // damage in the last segment followed only by garbage or by entries of the
 // write batch the damage is in, which is the last one and so was never
 // acknowledged. Such a tail is returned for the caller to cut; the entries
 // before it are visited.
-func walk(dir string, segs []segmentFile, hint, limit uint64, repair bool, visit func(ref) error) (walked, error) {
+func walk(dir string, segs []segmentFile, hint, limit uint64, mode walkMode, visit func(ref) error) (walked, error) {
 	var w walked
 	if len(segs) == 0 || segs[0].first != 1 {
 		first := uint64(0)
@@ -68,7 +82,7 @@ func walk(dir string, segs []segmentFile, hint, limit uint64, repair bool, visit
 	if last := segs[len(segs)-1]; hint > last.first {
 		return w, corrupt(dir, hint, -1, "segment %020d, recorded as created, is missing (the newest is %s)", hint, last.path)
 	}
-	var prev *header // the last valid entry, across segments
+	var prev header // the last valid entry, across segments (kind 0: none yet)
 	next := uint64(1)
 	for i, s := range segs {
 		if limit != 0 && s.first > limit {
@@ -77,10 +91,11 @@ func walk(dir string, segs []segmentFile, hint, limit uint64, repair bool, visit
 		if s.first != next {
 			return w, corrupt(s.path, next, -1, "segment starts at entry %d but the one before it ends before entry %d: entries %d..%d are missing or extra", s.first, next, min(next, s.first), max(next, s.first)-1)
 		}
-		buf, err := os.ReadFile(s.path)
+		buf, release, err := readSegment(s.path, mode.mapped)
 		if err != nil {
-			return w, fmt.Errorf("wal: %w", err)
+			return w, err
 		}
+		defer release()
 		isLast := i == len(segs)-1
 		for p := 0; p < len(buf); {
 			if limit != 0 && next > limit {
@@ -88,9 +103,12 @@ func walk(dir string, segs []segmentFile, hint, limit uint64, repair bool, visit
 			}
 			e, end, ok := frameAt(buf, p)
 			var h header
-			if ok {
+			switch {
+			case ok && mode.verified:
+				h, err = parseHeader(e)
+			case ok:
 				h, err = decodeHeader(e)
-			} else {
+			default:
 				err = fmt.Errorf("%w: tidwall/wal frame length is not a uvarint within the file", errDamaged)
 			}
 			if ve, isVersion := errors.AsType[*VersionError](err); isVersion {
@@ -98,7 +116,7 @@ func walk(dir string, segs []segmentFile, hint, limit uint64, repair bool, visit
 				return w, ve
 			}
 			if err != nil {
-				if !isLast || !repair {
+				if !isLast || !mode.repair {
 					return w, corrupt(s.path, next, int64(p), "%v", err)
 				}
 				t, err := classifyDamage(s.path, buf, p, next, prev, err)
@@ -113,8 +131,8 @@ func walk(dir string, segs []segmentFile, hint, limit uint64, repair bool, visit
 				return w, err
 			}
 			w.bytes += int64(end - p)
-			hh := h
-			prev = &hh
+			prev = h
+			w.ended = h.flags&flagBatchEnd != 0
 			next++
 			p = end
 		}
@@ -131,9 +149,9 @@ func walk(dir string, segs []segmentFile, hint, limit uint64, repair bool, visit
 // damage (a power loss can persist later sectors of a write but not earlier
 // ones) must all belong to that batch; an entry of any other batch proves
 // that the damaged bytes had been acknowledged, and Open refuses.
-func classifyDamage(file string, buf []byte, p int, index uint64, prev *header, cause error) (*tear, error) {
+func classifyDamage(file string, buf []byte, p int, index uint64, prev header, cause error) (*tear, error) {
 	torn := uint64(1) // the batch in flight at the crash
-	if prev != nil {
+	if prev.kind != 0 {
 		torn = prev.batch
 		if prev.flags&flagBatchEnd != 0 {
 			torn++
@@ -149,11 +167,40 @@ func classifyDamage(file string, buf []byte, p int, index uint64, prev *header, 
 		if err != nil {
 			continue
 		}
-		if prev == nil || h.batch != torn {
+		if prev.kind == 0 || h.batch != torn {
 			return nil, corrupt(file, index, int64(p), "%v; an intact entry of write batch %d follows at byte %d, so the damage is not a torn tail of batch %d", cause, h.batch, q, torn)
 		}
 		t.dropped++
 		q = end - 1 // resume after this entry
 	}
 	return t, nil
+}
+
+// readSegment returns the bytes of a segment file, mapped or read, and
+// what releases them.
+func readSegment(path string, mapped bool) ([]byte, func(), error) {
+	if !mapped {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("wal: %w", err)
+		}
+		return b, func() {}, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("wal: %w", err)
+	}
+	defer f.Close() // the mapping outlives the descriptor
+	info, err := f.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("wal: %w", err)
+	}
+	if info.Size() == 0 {
+		return nil, func() {}, nil
+	}
+	b, err := unix.Mmap(int(f.Fd()), 0, int(info.Size()), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return nil, nil, fmt.Errorf("wal: map %s: %w", path, err)
+	}
+	return b, func() { unix.Munmap(b) }, nil
 }

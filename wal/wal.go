@@ -31,6 +31,7 @@ type WAL struct {
 	reqs     chan *request
 	compacts chan chan error
 	stop     chan struct{} // closed by Close: no new requests
+	errc     chan error    // the committer's exit error, for Close (buffered)
 	done     chan struct{} // closed when the committer has exited
 	appended atomic.Bool   // a request reached the committer
 
@@ -53,9 +54,8 @@ type WAL struct {
 	keptSize int64                // genBytes right after the last compaction
 
 	stats struct {
-		batches, entries, syncs, compactions atomic.Int64
-		logBytes                             atomic.Int64
-		segments                             atomic.Int64
+		batches, entries, compactions       atomic.Int64
+		compactFailures, logBytes, segments atomic.Int64
 	}
 
 	failMu  sync.Mutex
@@ -85,10 +85,6 @@ type Recovered struct {
 	// the reduce closed at or below it was emitted, so data for such a
 	// window is late and must not open it again.
 	Watermark time.Time
-	// Closed lists the windows GC'd since the last compaction whose entries
-	// are still on disk (empty after Open's own compaction). Replay skips
-	// their entries already.
-	Closed []Window
 	// Repaired describes the torn tail Open cut, nil when there was none.
 	Repaired *Repair
 	// Compacted reports that Open rewrote the log without closed windows.
@@ -107,12 +103,15 @@ type Repair struct {
 
 // Stats are counters of an open WAL.
 type Stats struct {
-	Batches     int64 // write batches (each one write and one fsync)
+	Batches     int64 // write batches: each is one tidwall/wal WriteBatch, one write and one fsync
 	Entries     int64 // entries appended (messages and GC events)
-	Syncs       int64 // fsyncs of segment data by appends
 	Compactions int64 // compactions done, Open's included
-	LogBytes    int64 // bytes of the live generation's entries
-	Segments    int64 // segment files of the live generation
+	// CompactFailures counts compactions that failed before switching
+	// generations (the log stays as it was and the next one retries);
+	// Compact returns such an error, the periodic one only counts it.
+	CompactFailures int64
+	LogBytes        int64 // bytes of the live generation's entries
+	Segments        int64 // segment files of the live generation
 }
 
 // Open opens the WAL in dir, creating dir and an empty log when there is
@@ -135,7 +134,7 @@ func Open(dir string, opts ...Option) (*WAL, error) {
 	w := &WAL{
 		root: dir, cfg: cfg, lock: lock,
 		reqs: make(chan *request, requestQueue), compacts: make(chan chan error),
-		stop: make(chan struct{}), done: make(chan struct{}),
+		stop: make(chan struct{}), errc: make(chan error, 1), done: make(chan struct{}),
 		closed: map[windowKey]Window{},
 	}
 	if err := w.recover(); err != nil {
@@ -170,7 +169,7 @@ func (w *WAL) recover() error {
 	if err != nil {
 		return err
 	}
-	found, err := walk(dir, segs, hint, 0, true, w.load)
+	found, err := walk(dir, segs, hint, 0, walkMode{repair: true, mapped: true}, w.load)
 	if err != nil {
 		return err
 	}
@@ -188,6 +187,11 @@ func (w *WAL) recover() error {
 	if err := w.openLog(); err != nil {
 		return err
 	}
+	if !found.ended {
+		if err := w.endBatch(); err != nil {
+			return err
+		}
+	}
 	if len(w.closed) > 0 {
 		if err := w.compact(); err != nil {
 			return err
@@ -196,10 +200,27 @@ func (w *WAL) recover() error {
 	}
 	w.recovered.LastOffsets = maps.Clone(w.cp.offsets)
 	w.recovered.Watermark = w.cp.watermark
-	w.recovered.Closed = slices.Collect(maps.Values(w.closed))
 	w.recovered.Entries = w.replay.entries
 	w.replay.dir, w.replay.limit = w.genDir(), w.last
-	w.replay.closed = maps.Clone(w.closed)
+	return nil
+}
+
+// endBatch appends, durably, an empty GC event that ends the last write
+// batch, which a crash left without its last entries. Torn-tail repair
+// relies on every batch but the one in flight being ended: without this,
+// damage at the start of the next batch would look like damage inside this
+// one, followed by an intact later batch, and a later Open would refuse it.
+func (w *WAL) endBatch() error {
+	e := appendGC(nil, &gcEvent{})
+	seal(e, w.batchID, flagBatchEnd)
+	w.last++
+	if err := w.log.Write(w.last, e); err != nil { // fsyncs
+		return fmt.Errorf("wal: end the batch a crash cut short: %w", err)
+	}
+	w.genBytes += frameSize(e)
+	if cycled := w.beginBatch(); w.addFrame(frameSize(e)) || cycled {
+		return w.recordRollover()
+	}
 	return nil
 }
 
@@ -218,7 +239,7 @@ func (w *WAL) load(r ref) error {
 		w.replay.entries++
 	default:
 		var d decoder
-		rec, err := d.decode(r.e)
+		rec, err := d.decodeBody(r.h, r.e)
 		if err != nil {
 			return corrupt(r.file, r.index, r.off, "%v", err)
 		}
@@ -293,12 +314,12 @@ func (w *WAL) Recovered() Recovered { return w.recovered }
 // Stats returns the WAL's counters.
 func (w *WAL) Stats() Stats {
 	return Stats{
-		Batches:     w.stats.batches.Load(),
-		Entries:     w.stats.entries.Load(),
-		Syncs:       w.stats.syncs.Load(),
-		Compactions: w.stats.compactions.Load(),
-		LogBytes:    w.stats.logBytes.Load(),
-		Segments:    w.stats.segments.Load(),
+		Batches:         w.stats.batches.Load(),
+		Entries:         w.stats.entries.Load(),
+		Compactions:     w.stats.compactions.Load(),
+		CompactFailures: w.stats.compactFailures.Load(),
+		LogBytes:        w.stats.logBytes.Load(),
+		Segments:        w.stats.segments.Load(),
 	}
 }
 
@@ -314,16 +335,19 @@ func (w *WAL) Err() error {
 	return w.failErr
 }
 
-// Close stops the WAL; it is idempotent. Appends waiting for the group
-// commit get ErrClosed or, if their batch was being written, its result.
+// Close stops the WAL; it is idempotent and returns the same error each
+// time: the write error that stopped the WAL earlier, if any, else an
+// error of closing the files. Appends waiting for the group commit get
+// ErrClosed or, if their batch was being written, its result.
 func (w *WAL) Close() error {
 	w.closeOnce.Do(func() {
 		// Stop taking requests; the committer finishes the batch it is
-		// writing and exits.
+		// writing and exits, reporting the error that stopped it earlier,
+		// if one did: Close returns it.
 		close(w.stop)
-		<-w.done
+		w.closeErr = <-w.errc
 		// Close tidwall/wal, which fsyncs the tail segment once more.
-		if err := w.log.Close(); err != nil && w.Err() == nil {
+		if err := w.log.Close(); err != nil && w.closeErr == nil {
 			w.closeErr = fmt.Errorf("wal: close: %w", err)
 		}
 		// Release the lock last: another Open may start right after.

@@ -1,7 +1,9 @@
 package wal
 
 import (
+	"slices"
 	"testing"
+	"unsafe"
 )
 
 func TestAppendReplayReopen(t *testing.T) {
@@ -26,5 +28,40 @@ func TestAppendReplayReopen(t *testing.T) {
 	rec := w.Recovered()
 	if rec.Entries != 70 || rec.LastOffsets[0] != 69 || rec.LastOffsets[1] != 68 || rec.Repaired != nil || rec.Compacted {
 		t.Fatalf("recovered %+v", rec)
+	}
+}
+
+// TestReplayKeysOutliveTheLoop: keys and windows are the caller's to keep
+// after Replay ends and its segments are unmapped (values are not: see
+// Entry); equal keys share one string.
+func TestReplayKeysOutliveTheLoop(t *testing.T) {
+	dir := t.TempDir()
+	w := openT(t, dir)
+	var want []Entry
+	for i := range 30 {
+		want = append(want, msg(0, int64(i), i%4))
+	}
+	appendT(t, w, want...)
+	closeT(t, w)
+	w = openT(t, dir)
+	defer closeT(t, w)
+	var keys [][]string
+	var windows [][]Window
+	for e, err := range w.Replay() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, windows = append(keys, e.Keys), append(windows, e.Windows)
+	}
+	if len(keys) != len(want) {
+		t.Fatalf("replayed %d entries", len(keys))
+	}
+	for i := range want {
+		if !slices.Equal(keys[i], want[i].Keys) || !sameWindows(windows[i], want[i].Windows) {
+			t.Fatalf("entry %d after the loop: keys %v windows %v, want %v %v", i, keys[i], windows[i], want[i].Keys, want[i].Windows)
+		}
+	}
+	if unsafe.StringData(keys[0][0]) != unsafe.StringData(keys[3][0]) { // both "k0"
+		t.Fatal("equal keys were not interned")
 	}
 }

@@ -1,0 +1,61 @@
+package wal_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/runnel-dev/runnel/wal"
+)
+
+// A reduce appends what it reads before acknowledging it, closes windows
+// with GC events, and after a restart replays the open windows and skips
+// redelivered offsets the log already holds.
+func Example() {
+	dir, _ := os.MkdirTemp("", "wal-example-")
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	minute := func(i int) wal.Window {
+		return wal.Window{Start: t0.Add(time.Duration(i) * time.Minute), End: t0.Add(time.Duration(i+1) * time.Minute)}
+	}
+
+	w, err := wal.Open(dir)
+	if err != nil {
+		panic(err)
+	}
+	// Three messages of partition 0: two in the first minute, one in the second.
+	err = w.Append(ctx,
+		wal.Entry{Partition: 0, Offset: 10, EventTime: t0.Add(5 * time.Second), Keys: []string{"a"}, Windows: []wal.Window{minute(0)}, Value: []byte(`1`)},
+		wal.Entry{Partition: 0, Offset: 11, EventTime: t0.Add(30 * time.Second), Keys: []string{"b"}, Windows: []wal.Window{minute(0)}, Value: []byte(`2`)},
+		wal.Entry{Partition: 0, Offset: 12, EventTime: t0.Add(65 * time.Second), Keys: []string{"a"}, Windows: []wal.Window{minute(1)}, Value: []byte(`3`)},
+	)
+	if err != nil {
+		panic(err)
+	}
+	// The watermark passed the first minute: emit it, then close it.
+	if err := w.GC(ctx, minute(0).End, minute(0)); err != nil {
+		panic(err)
+	}
+	w.Close() // or a crash
+
+	w, err = wal.Open(dir)
+	if err != nil {
+		panic(err)
+	}
+	defer w.Close()
+	for e, err := range w.Replay() {
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("replay partition %d offset %d keys %v value %s window %s\n", e.Partition, e.Offset, e.Keys, e.Value, e.Windows[0].Start.UTC().Format("15:04"))
+	}
+	rec := w.Recovered()
+	fmt.Println("skip redelivered offsets of partition 0 up to", rec.LastOffsets[0])
+	fmt.Println("windows closed up to", rec.Watermark.UTC().Format("15:04"))
+	// Output:
+	// replay partition 0 offset 12 keys [a] value 3 window 00:01
+	// skip redelivered offsets of partition 0 up to 12
+	// windows closed up to 00:01
+}
