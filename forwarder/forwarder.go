@@ -64,6 +64,30 @@ const (
 // out, when not nil, returns the replica's writer once the handlers are
 // made; its idle loop runs when the publisher hook is an IdlePublisher.
 func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode chunking, out func() idler, newHandler func(r *reader[T]) handler[T]) error {
+	return runReplicaParts(hard, stop, cfg, in, replicaParts[T]{mode: mode, out: out, newHandler: newHandler})
+}
+
+// replicaParts are the parts of a replica that differ by vertex kind.
+type replicaParts[T any] struct {
+	mode chunking
+	// out returns the replica's writer once the handlers are made (nil:
+	// no idle loop).
+	out func() idler
+	// newHandler makes the handler of one worker; it is called once per
+	// worker, in worker order, from one goroutine.
+	newHandler func(r *reader[T]) handler[T]
+	// loop, when not nil, runs beside the reader (as the idle loops do)
+	// until the replica has drained.
+	loop func(ctx context.Context)
+	// finish, when not nil, runs after a clean stop (stop ended, no
+	// failure), once every worker is done and before the final commit: a
+	// reduce replica emits its open windows there.
+	finish func(ctx context.Context) error
+}
+
+// runReplicaParts is runReplica with every part.
+func runReplicaParts[T any](hard, stop context.Context, cfg Config, in Input[T], parts replicaParts[T]) error {
+	mode, out, newHandler := parts.mode, parts.out, parts.newHandler
 	o := cfg.Options
 	// User functions and sinks learn which replica calls them.
 	hard = vertex.WithReplica(hard, vertex.Replica{Vertex: cfg.Vertex, Index: cfg.Replica})
@@ -111,6 +135,9 @@ func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode
 	if ip, ok := cfg.Hooks.Publisher.(IdlePublisher); ok && out != nil {
 		w := out()
 		wipWG.Go(func() { w.idleLoop(wipCtx, ip, cfg.Hooks.idleInterval(), failWith(cfg)) })
+	}
+	if parts.loop != nil {
+		wipWG.Go(func() { parts.loop(wipCtx) })
 	}
 	if cfg.Hooks.WIP != nil {
 		every := cfg.Hooks.WIPInterval
@@ -180,6 +207,10 @@ func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode
 		close(ch)
 	}
 	wg.Wait()
+	var ferr error
+	if parts.finish != nil && err == nil && workerErr == nil && !failed.Load() && hard.Err() == nil {
+		ferr = parts.finish(hard)
+	}
 	derr := r.drain()
 	stopWIP()
 	wipWG.Wait()
@@ -188,6 +219,9 @@ func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode
 	}
 	if workerErr != nil { // wg.Wait ordered the write before this read
 		return workerErr
+	}
+	if ferr != nil {
+		return asProcessError(cfg, ferr)
 	}
 	if derr != nil && !errors.Is(derr, isb.ErrClosed) {
 		return asProcessError(cfg, derr)

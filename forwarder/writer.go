@@ -266,6 +266,12 @@ var controlTags = []string{ControlTag}
 // with the replica's watermark. A hook error fails the replica through
 // fail unless ctx ended.
 func (w *Writer[T]) idleLoop(ctx context.Context, idle IdlePublisher, every time.Duration, fail func(error)) {
+	runIdleLoop(ctx, idle, every, w.wm, w.WriteControl, fail)
+}
+
+// runIdleLoop is the idle loop of a replica whose watermark is wm (nil:
+// none) and whose control messages write writes.
+func runIdleLoop(ctx context.Context, idle IdlePublisher, every time.Duration, wmOf func() time.Time, write ControlWriter, fail func(error)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -275,10 +281,10 @@ func (w *Writer[T]) idleLoop(ctx context.Context, idle IdlePublisher, every time
 		case <-t.C:
 		}
 		var wm time.Time
-		if w.wm != nil {
-			wm = w.wm()
+		if wmOf != nil {
+			wm = wmOf()
 		}
-		if err := idle.Idle(ctx, wm, w.WriteControl); err != nil && ctx.Err() == nil && fail != nil {
+		if err := idle.Idle(ctx, wm, write); err != nil && ctx.Err() == nil && fail != nil {
 			fail(err)
 			return
 		}

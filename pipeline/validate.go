@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/runnel-dev/runnel/vertex"
 )
@@ -53,12 +54,12 @@ func (p *Pipeline) validate() (config, error) {
 			if err := vertex.ValidateCondition(part.when); err != nil {
 				vertexErr(n, fmt.Errorf("edge from %q: %w", part.from.name, err))
 			}
-			part.from.outs = append(part.from.outs, outEdge{to: n, when: part.when, full: part.full})
+			part.from.outs = append(part.from.outs, outEdge{to: n, when: part.when, full: part.full, late: part.late})
 		}
 	}
 	for _, n := range p.nodes {
-		if n.kind != kindSink && len(n.outs) == 0 {
-			vertexErr(n, ErrNoOutput)
+		if n.kind != kindSink && !slices.ContainsFunc(n.outs, func(e outEdge) bool { return !e.late }) {
+			vertexErr(n, ErrNoOutput) // a late-data stream alone is no output
 		}
 	}
 	if cyc := p.cycle(); cyc != nil {
