@@ -196,16 +196,16 @@ func (sh *reduceShard[In, S, Out]) closeUpTo(ctx context.Context, wm int64) erro
 	sh.outs = sh.outs[:0]
 	err := sh.set.closeUpTo(wm, func(iv vertex.Interval, p *pane[S]) error {
 		win := iv.Window()
+		mark := len(sh.outs)
 		emit := func(v Out) error {
 			sh.outs = append(sh.outs, vertex.Message[vertex.Windowed[Out]]{
-				ID:        resultID(red.cfg.Vertex, iv, p.keys, len(sh.outs)),
+				ID:        resultID(red.cfg.Vertex, iv, p.keys, len(sh.outs)-mark),
 				EventTime: time.Unix(0, iv.End-int64(time.Millisecond)),
 				Keys:      p.keys,
 				Value:     vertex.Windowed[Out]{Window: win, Keys: p.keys, Value: v},
 			})
 			return nil
 		}
-		mark := len(sh.outs)
 		call := func() (struct{}, error) {
 			sh.outs = sh.outs[:mark] // a retried call emits again
 			return struct{}{}, red.spec.Reducer.result(ctx, win, p.keys, p.state, emit)
