@@ -33,13 +33,7 @@ func BenchmarkReduce(b *testing.B) {
 		mapped := pipeline.Map(p, "identity", gen, identity)
 		sink := vertex.Blackhole[int64]()
 		pipeline.Sink(p, "sink", mapped, sink)
-		b.ReportAllocs()
-		b.ResetTimer()
-		start := time.Now()
-		if err := p.Run(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		report(b, start)
+		runMeasured(b, p)
 		if sink.Count() != int64(b.N) {
 			b.Fatalf("sink got %d, want %d", sink.Count(), b.N)
 		}
@@ -56,16 +50,21 @@ func BenchmarkReduce(b *testing.B) {
 			results.Add(int64(len(ms)))
 			return nil
 		}))
-		b.ReportAllocs()
-		b.ResetTimer()
-		start := time.Now()
-		if err := p.Run(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		report(b, start)
+		runMeasured(b, p)
 		if total.Load() != int64(b.N) {
 			b.Fatalf("the counts add up to %d, want %d", total.Load(), b.N)
 		}
 		b.ReportMetric(float64(results.Load())/float64(b.N), "results/msg")
 	})
+}
+
+// runMeasured runs p as the measured part of b and reports its msg/s.
+func runMeasured(b *testing.B, p *pipeline.Pipeline) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	if err := p.Run(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	report(b, start)
 }

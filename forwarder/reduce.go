@@ -276,27 +276,21 @@ func (red *reduceReplica[In, S, Out]) tickLoop(ctx context.Context) {
 	if red.cfg.Hooks.Fetcher == nil {
 		return // no watermarks: windows close at the stop only
 	}
-	t := time.NewTicker(red.cfg.Hooks.idleInterval())
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	onTicks(ctx, red.cfg.Hooks.idleInterval(), func() bool {
 		w := red.r.watermark()
 		if w.IsZero() {
-			continue
+			return true
 		}
 		for _, sh := range red.shards {
 			if err := sh.raise(ctx, w.UnixNano()); err != nil {
 				if ctx.Err() == nil && red.cfg.Fail != nil {
 					red.cfg.Fail(asProcessError(red.cfg, err))
 				}
-				return
+				return false
 			}
 		}
-	}
+		return true
+	})
 }
 
 // raise raises the shard's watermark to wm and closes what that closes.

@@ -272,6 +272,21 @@ func (w *Writer[T]) idleLoop(ctx context.Context, idle IdlePublisher, every time
 // runIdleLoop is the idle loop of a replica whose watermark is wm (nil:
 // none) and whose control messages write writes.
 func runIdleLoop(ctx context.Context, idle IdlePublisher, every time.Duration, wmOf func() time.Time, write ControlWriter, fail func(error)) {
+	onTicks(ctx, every, func() bool {
+		var wm time.Time
+		if wmOf != nil {
+			wm = wmOf()
+		}
+		if err := idle.Idle(ctx, wm, write); err != nil && ctx.Err() == nil && fail != nil {
+			fail(err)
+			return false
+		}
+		return true
+	})
+}
+
+// onTicks calls f every interval until ctx ends or f returns false.
+func onTicks(ctx context.Context, every time.Duration, f func() bool) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -280,12 +295,7 @@ func runIdleLoop(ctx context.Context, idle IdlePublisher, every time.Duration, w
 			return
 		case <-t.C:
 		}
-		var wm time.Time
-		if wmOf != nil {
-			wm = wmOf()
-		}
-		if err := idle.Idle(ctx, wm, write); err != nil && ctx.Err() == nil && fail != nil {
-			fail(err)
+		if !f() {
 			return
 		}
 	}
