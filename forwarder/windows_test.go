@@ -1,7 +1,10 @@
 package forwarder
 
 import (
+	"cmp"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -182,16 +185,119 @@ func TestLatenessBoundary(t *testing.T) {
 // Windows close in ascending end order across keys, each window once.
 func TestAlignedCloseOrder(t *testing.T) {
 	h := newHarness(t, vertex.Sliding(20, 10))
-	h.add("a", "x", 5, 0)  // [0,20) [-10,10)
-	h.add("b", "y", 15, 0) // [10,30) [0,20)
-	got := h.close(20)
-	slices.SortStableFunc(got, func(a, b closed) int { // keys of one window come in map order
-		if a.iv != b.iv {
-			return 0
-		}
-		return strings.Compare(a.key, b.key)
-	})
+	h.add("a", "x", 5, 0)               // [0,20) [-10,10)
+	h.add("b", "y", 15, 0)              // [10,30) [0,20)
+	got := byEndThenKey(t, h.close(20)) // keys of one window come in map order
 	h.expect(got, "x[-10,10)=a", "x[0,20)=a", "y[0,20)=b")
 	h.expect(h.close(20))
 	h.expect(h.close(30), "y[10,30)=b")
+}
+
+// naiveSessions is the session semantics written plainly, with no heap
+// and no stale entries: the model the session set is checked against.
+type naiveSessions struct {
+	gap, lateness int64
+	open          map[string][]*closed // per key, unordered
+}
+
+func (n *naiveSessions) add(id, key string, t, wm int64) bool {
+	iv := vertex.Interval{Start: t, End: t + n.gap}
+	var keep []*closed
+	merged := &closed{iv: iv, key: key, ids: id}
+	var hit []*closed
+	for _, s := range n.open[key] {
+		if s.iv.Start <= iv.End && iv.Start <= s.iv.End {
+			hit = append(hit, s)
+		} else {
+			keep = append(keep, s)
+		}
+	}
+	if len(hit) == 0 && wm >= iv.End+n.lateness {
+		return false
+	}
+	if len(hit) > 0 {
+		// Merge in start order, the new message last: the order the
+		// session set keeps (the oldest session's messages first).
+		slices.SortFunc(hit, func(a, b *closed) int { return cmp.Compare(a.iv.Start, b.iv.Start) })
+		var ids []string
+		merged = &closed{iv: hit[0].iv, key: key}
+		for _, s := range hit {
+			merged.iv.Start = min(merged.iv.Start, s.iv.Start)
+			merged.iv.End = max(merged.iv.End, s.iv.End)
+			ids = append(ids, s.ids)
+		}
+		merged.iv.Start = min(merged.iv.Start, iv.Start)
+		merged.iv.End = max(merged.iv.End, iv.End)
+		merged.ids = strings.Join(append(ids, id), ",")
+	}
+	n.open[key] = append(keep, merged)
+	return true
+}
+
+// close returns the sessions closed at wm in end order (then key).
+func (n *naiveSessions) close(wm int64) []closed {
+	var out []closed
+	for key, list := range n.open {
+		var keep []*closed
+		for _, s := range list {
+			if wm >= s.iv.End+n.lateness {
+				out = append(out, *s)
+			} else {
+				keep = append(keep, s)
+			}
+		}
+		n.open[key] = keep
+	}
+	slices.SortFunc(out, func(a, b closed) int {
+		return cmp.Or(cmp.Compare(a.iv.End, b.iv.End), cmp.Compare(a.iv.Start, b.iv.Start), strings.Compare(a.key, b.key))
+	})
+	return out
+}
+
+// The session set agrees with the plain model on random keyed streams,
+// out of order, with a watermark that advances and a lateness: the same
+// messages accepted, the same sessions closed with the same contents.
+func TestSessionSetAgainstModel(t *testing.T) {
+	for seed := range uint64(200) {
+		r := rand.New(rand.NewPCG(seed, 7))
+		gap, lateness := 1+r.Int64N(20), r.Int64N(30)
+		h := newHarness(t, vertex.Session(time.Duration(gap)).WithAllowedLateness(time.Duration(lateness)))
+		model := &naiveSessions{gap: gap, lateness: lateness, open: map[string][]*closed{}}
+		var wm int64
+		for i := range 300 {
+			wm += r.Int64N(3)
+			et := wm - 40 + r.Int64N(80)
+			key := string(rune('a' + r.IntN(3)))
+			id := fmt.Sprint(i)
+			if got, want := h.add(id, key, et, wm), model.add(id, key, et, wm); got != want {
+				t.Fatalf("seed %d: message %d (%s at %d, wm %d): accepted %v, model %v", seed, i, key, et, wm, got, want)
+			}
+			if r.IntN(4) == 0 {
+				got, want := byEndThenKey(t, h.close(wm)), model.close(wm)
+				if !slices.Equal(got, want) {
+					t.Fatalf("seed %d at wm %d: closed %v, model %v", seed, wm, got, want)
+				}
+			}
+		}
+		got, want := byEndThenKey(t, h.close(math.MaxInt64/2)), model.close(math.MaxInt64/2)
+		if !slices.Equal(got, want) {
+			t.Fatalf("seed %d at the end: closed %v, model %v", seed, got, want)
+		}
+	}
+}
+
+// byEndThenKey checks that closed windows came in ascending end order and
+// sorts those of one end by start, then key (their order among themselves
+// is the heap's and the map's).
+func byEndThenKey(t *testing.T, got []closed) []closed {
+	t.Helper()
+	for i := 1; i < len(got); i++ {
+		if got[i].iv.End < got[i-1].iv.End {
+			t.Fatalf("closed out of end order: %v", got)
+		}
+	}
+	slices.SortFunc(got, func(a, b closed) int {
+		return cmp.Or(cmp.Compare(a.iv.End, b.iv.End), cmp.Compare(a.iv.Start, b.iv.Start), strings.Compare(a.key, b.key))
+	})
+	return got
 }
