@@ -2,7 +2,7 @@
 // move messages of one vertex replica from its input buffer through a user
 // function to the next buffers.
 //
-//	reader -> workers (map | map-stream | batch map | sink) -> writer -> ack
+//	reader -> workers (map | map-stream | batch map | reduce | sink) -> writer -> ack
 //
 // The reader holds a semaphore of MaxInFlight permits. Each loop acquires
 // BatchSize permits, pulls one batch from the isb, gives the unused permits
@@ -31,6 +31,10 @@
 // User code never takes the process down: a panic in a map function, a
 // source or a sink is recovered into a *vertex.PanicError, an error of the
 // message (or batch) like any other, to which the retry policy applies.
+//
+// A reduce replica's workers each own a shard of its keys and their open
+// windows (see RunReduce): a message is acked once it is in its windows,
+// and each window's results are written when the watermark closes it.
 //
 // Watermarks, and work-in-progress marking for storage with ack deadlines,
 // plug in through the small interfaces of hooks.go; nil hooks cost nothing.

@@ -70,6 +70,31 @@ const (
 // out, when not nil, returns the replica's writer once the handlers are
 // made; its idle loop runs when the publisher hook is an IdlePublisher.
 func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode chunking, out func() output, newHandler func(r *reader[T]) handler[T]) error {
+	return runReplicaParts(hard, stop, cfg, in, replicaParts[T]{mode: mode, out: out, newHandler: newHandler})
+}
+
+// replicaParts are the parts of a replica that differ by vertex kind.
+type replicaParts[T any] struct {
+	mode chunking
+	// out returns the replica's writer once the handlers are made (nil:
+	// no idle loop, no end of stream written).
+	out func() output
+	// newHandler makes the handler of one worker; it is called once per
+	// worker, in worker order, from one goroutine.
+	newHandler func(r *reader[T]) handler[T]
+	// loop, when not nil, runs beside the reader (as the idle loops do)
+	// until the replica has drained.
+	loop func(ctx context.Context)
+	// end, when not nil, runs once the input has ended (every partition
+	// read has ended and every worker is done, with no failure), before
+	// the replica ends its output: a reduce replica closes its windows
+	// there, so that its results precede its end of stream.
+	end func(ctx context.Context, kind EndKind) error
+}
+
+// runReplicaParts is runReplica with every part.
+func runReplicaParts[T any](hard, stop context.Context, cfg Config, in Input[T], parts replicaParts[T]) error {
+	mode, out, newHandler := parts.mode, parts.out, parts.newHandler
 	o := cfg.Options
 	// User functions and sinks learn which replica calls them.
 	hard = vertex.WithReplica(hard, vertex.Replica{Vertex: cfg.Vertex, Index: cfg.Replica})
@@ -118,6 +143,9 @@ func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode
 		w := out()
 		wipWG.Go(func() { w.idleLoop(wipCtx, ip, cfg.Hooks.idleInterval(), failWith(cfg)) })
 	}
+	if parts.loop != nil {
+		wipWG.Go(func() { parts.loop(wipCtx) })
+	}
 	if cfg.Hooks.WIP != nil {
 		every := cfg.Hooks.WIPInterval
 		if every <= 0 {
@@ -139,29 +167,41 @@ func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode
 			return false
 		}
 	}
+	per := make([]*batchBuf[T], workers) // chunkByKey: the reader goroutine's scratch
 	dispatch := func(items []inflight[T]) bool {
 		switch mode {
 		case chunkWhole:
 			return send(chans[0], items)
 		case chunkByKey:
-			per := make([][]inflight[T], workers)
+			// Each worker's share is copied into a pooled batch of its own,
+			// which its acks return to the pool: steady keyed reading does
+			// not allocate (a slice per worker and batch cost a reduce
+			// vertex 400 B per message).
 			for i := range items {
 				k := 0
 				if keys := items[i].msg.Keys; len(keys) > 0 {
 					k = int(maphash.String(seed, joinKeys(items[i].msg)) % uint64(workers))
 				}
+				b := per[k]
+				if b == nil {
+					b = r.pooledBatch()
+					per[k] = b
+				}
 				it := items[i]
-				it.owner = nil // copied out: the per-worker chunks are not pooled
-				per[k] = append(per[k], it)
+				it.owner = b
+				b.items = append(b.items, it)
 			}
 			// The batch is copied out: it goes back to the pool now; the
 			// copies carry the permits.
 			r.recycle(items)
 			ok := true
-			for k, chunk := range per {
-				if len(chunk) == 0 {
+			for k, b := range per {
+				if b == nil {
 					continue
 				}
+				per[k] = nil
+				chunk := b.items
+				b.left.Store(int64(len(chunk)))
 				if !ok {
 					r.nack(chunk)
 					continue
@@ -186,6 +226,10 @@ func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode
 		close(ch)
 	}
 	wg.Wait()
+	var endErr error
+	if parts.end != nil && r.ended() && err == nil && !failed.Load() && hard.Err() == nil {
+		endErr = parts.end(hard, r.ends.Kind())
+	}
 	derr := r.drain()
 	// The idle loops stop before the end of stream is written: no idle
 	// control message follows it.
@@ -197,6 +241,9 @@ func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode
 	if workerErr != nil { // wg.Wait ordered the write before this read
 		return workerErr
 	}
+	if endErr != nil {
+		return asProcessError(cfg, endErr)
+	}
 	if derr != nil && !errors.Is(derr, isb.ErrClosed) {
 		return asProcessError(cfg, derr)
 	}
@@ -207,6 +254,15 @@ func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode
 		}
 	}
 	return nil
+}
+
+// pooledBatch returns an empty batch from the reader's pool (a new one
+// when the pool has none).
+func (r *reader[T]) pooledBatch() *batchBuf[T] {
+	if b, _ := r.pool.Get().(*batchBuf[T]); b != nil {
+		return b
+	}
+	return &batchBuf[T]{items: make([]inflight[T], 0, r.batch)}
 }
 
 // output is a Writer of any element type, as runReplica runs its idle loop

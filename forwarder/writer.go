@@ -273,6 +273,27 @@ var controlTags = []string{ControlTag}
 // with the replica's watermark. A hook error fails the replica through
 // fail unless ctx ended.
 func (w *Writer[T]) idleLoop(ctx context.Context, idle IdlePublisher, every time.Duration, fail func(error)) {
+	runIdleLoop(ctx, idle, every, w.wm, w.WriteControl, fail)
+}
+
+// runIdleLoop is the idle loop of a replica whose watermark is wm (nil:
+// none) and whose control messages write writes.
+func runIdleLoop(ctx context.Context, idle IdlePublisher, every time.Duration, wmOf func() time.Time, write ControlWriter, fail func(error)) {
+	onTicks(ctx, every, func() bool {
+		var wm time.Time
+		if wmOf != nil {
+			wm = wmOf()
+		}
+		if err := idle.Idle(ctx, wm, write); err != nil && ctx.Err() == nil && fail != nil {
+			fail(err)
+			return false
+		}
+		return true
+	})
+}
+
+// onTicks calls f every interval until ctx ends or f returns false.
+func onTicks(ctx context.Context, every time.Duration, f func() bool) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -281,12 +302,7 @@ func (w *Writer[T]) idleLoop(ctx context.Context, idle IdlePublisher, every time
 			return
 		case <-t.C:
 		}
-		var wm time.Time
-		if w.wm != nil {
-			wm = w.wm()
-		}
-		if err := idle.Idle(ctx, wm, w.WriteControl); err != nil && ctx.Err() == nil && fail != nil {
-			fail(err)
+		if !f() {
 			return
 		}
 	}

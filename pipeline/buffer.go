@@ -63,9 +63,16 @@ func inputOf[T any](n *node, r int) forwarder.Input[T] {
 // edgesFor returns the outgoing edges of n, a vertex emitting T. The type
 // assertions cannot fail: the typed builder functions only connect a
 // Stream[T] to a vertex reading T.
-func edgesFor[T any](n *node) []forwarder.Edge[T] {
+func edgesFor[T any](n *node) []forwarder.Edge[T] { return edgesOf[T](n, false) }
+
+// edgesOf returns the outgoing edges of n that are its late-data stream
+// (late) or not.
+func edgesOf[T any](n *node, late bool) []forwarder.Edge[T] {
 	edges := make([]forwarder.Edge[T], 0, len(n.outs))
 	for _, e := range n.outs {
+		if e.late != late {
+			continue
+		}
 		full := e.to.cfg.FullMode
 		if e.full != nil {
 			full = *e.full

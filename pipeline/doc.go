@@ -1,10 +1,13 @@
-// Package pipeline builds and runs a typed dataflow: sources, map vertices
-// and sinks joined by partitioned inter-step buffers (the isb), each vertex
+// Package pipeline builds and runs a typed dataflow: sources, map and
+// reduce vertices and sinks joined by partitioned inter-step buffers (the isb), each vertex
 // run by one or more replicas of a forwarder.
 //
 // Vertices are added with generic functions, since methods cannot have type
 // parameters: [Source] yields a [Stream], [Map], [FlatMap], [MapStream] and
-// [BatchMap] turn a Stream[In] into a Stream[Out], [Sink] ends one. A
+// [BatchMap] turn a Stream[In] into a Stream[Out], [Reduce] and
+// [ReduceStream] group a Stream[In] by key into event-time windows and
+// return the Stream of window results beside the late-data Stream[In],
+// [Sink] ends one. A
 // vertex fed by several streams joins them ([Join]); a stream split by tags
 // ([Stream.Where], [Stream.Tagged]) carries only the messages whose tags
 // match. The compiler checks that the types of connected vertices agree.

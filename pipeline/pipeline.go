@@ -115,10 +115,11 @@ const (
 	kindSource kind = iota
 	kindMap
 	kindSink
+	kindReduce
 )
 
 func (k kind) String() string {
-	return [...]string{"source", "map", "sink"}[k]
+	return [...]string{"source", "map", "sink", "reduce"}[k]
 }
 
 // node is one vertex. The typed parts (its input buffer, its replicas'
@@ -157,6 +158,7 @@ type outEdge struct {
 	to   *node
 	when *vertex.Condition
 	full *vertex.FullMode // nil: the destination's BufferFull
+	late bool             // the late-data stream of a reduce vertex
 }
 
 // add registers a new vertex, recording a build error for a bad or

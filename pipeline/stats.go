@@ -11,7 +11,7 @@ import (
 // its input buffer, and each replica's own counters.
 type VertexStats struct {
 	Name     string
-	Kind     string // "source", "map" or "sink"
+	Kind     string // "source", "map", "reduce" or "sink"
 	Replicas int
 	forwarder.Stats
 	// Pending counts the messages of the input buffer not yet committed:

@@ -17,6 +17,7 @@ type streamPart struct {
 	p    *Pipeline
 	when *vertex.Condition
 	full *vertex.FullMode
+	late bool // the late-data stream of a reduce vertex
 }
 
 func streamOf[T any](p *Pipeline, from *node) Stream[T] {

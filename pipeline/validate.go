@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/runnel-dev/runnel/vertex"
 )
@@ -32,6 +33,9 @@ func (p *Pipeline) validate() (config, error) {
 		if err := n.check(); err != nil {
 			vertexErr(n, err)
 		}
+		if n.kind == kindReduce && cfg.storage != nil && cfg.storage.Durable() {
+			vertexErr(n, fmt.Errorf("%w (storage %s)", ErrDurableReduce, cfg.storage))
+		}
 		if c.Retry.OnExhausted == vertex.ToFallback && !n.hasFallback {
 			vertexErr(n, &vertex.OptionError{Option: "Retry.OnExhausted", Value: c.Retry.OnExhausted,
 				Reason: "ToFallback needs a sink vertex with a fallback sink (SinkWithFallback)"})
@@ -53,12 +57,12 @@ func (p *Pipeline) validate() (config, error) {
 			if err := vertex.ValidateCondition(part.when); err != nil {
 				vertexErr(n, fmt.Errorf("edge from %q: %w", part.from.name, err))
 			}
-			part.from.outs = append(part.from.outs, outEdge{to: n, when: part.when, full: part.full})
+			part.from.outs = append(part.from.outs, outEdge{to: n, when: part.when, full: part.full, late: part.late})
 		}
 	}
 	for _, n := range p.nodes {
-		if n.kind != kindSink && len(n.outs) == 0 {
-			vertexErr(n, ErrNoOutput)
+		if n.kind != kindSink && !slices.ContainsFunc(n.outs, func(e outEdge) bool { return !e.late }) {
+			vertexErr(n, ErrNoOutput) // a late-data stream alone is no output
 		}
 	}
 	if cyc := p.cycle(); cyc != nil {

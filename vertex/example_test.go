@@ -3,6 +3,7 @@ package vertex_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/runnel-dev/runnel/vertex"
 )
@@ -37,4 +38,18 @@ func ExampleGenerator() {
 	// 3 [k1] event-3
 	// 4 [k0] event-4
 	// EOF
+}
+
+// Sliding windows of one minute every 20 seconds, shifted by 5 seconds: a
+// message belongs to length/slide = 3 windows, latest start first.
+func ExampleWindowing_Assign() {
+	w := vertex.Sliding(time.Minute, 20*time.Second).WithOffset(5 * time.Second)
+	at := time.Date(2026, 1, 1, 10, 0, 30, 0, time.UTC)
+	for _, win := range w.Assign(at) {
+		fmt.Println(win.Start.Format("15:04:05"), "-", win.End.Format("15:04:05"))
+	}
+	// Output:
+	// 10:00:25 - 10:01:25
+	// 10:00:05 - 10:01:05
+	// 09:59:45 - 10:00:45
 }

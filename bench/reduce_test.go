@@ -1,0 +1,70 @@
+package bench
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/runnel-dev/runnel/pipeline"
+	"github.com/runnel-dev/runnel/vertex"
+)
+
+// reduceKeys is the key count of the reduce benchmark.
+const reduceKeys = 10_000
+
+// keyedGenerator generates n messages over reduceKeys keys, one microsecond
+// of event time apart: a one-second window holds a million messages, about
+// 100 per key.
+func keyedGenerator(n int) *vertex.GeneratorSource[int64] {
+	base := time.Unix(1_800_000_000, 0)
+	return vertex.Generator(func(i int64) int64 { return i }, vertex.Count(int64(n)), vertex.Keys(reduceKeys),
+		vertex.EventTimes(func(i int64) time.Time { return base.Add(time.Duration(i) * time.Microsecond) }))
+}
+
+// BenchmarkReduce runs a keyed generator -> fixed-window count -> sink
+// beside the map pipeline of the same shape (keyed generator -> identity
+// map -> sink), both with watermarks on and default vertex options. msg/s
+// counts the messages generated.
+func BenchmarkReduce(b *testing.B) {
+	b.Run("map", func(b *testing.B) {
+		p := pipeline.New("bench-map")
+		gen := pipeline.Source(p, "gen", keyedGenerator(b.N))
+		mapped := pipeline.Map(p, "identity", gen, identity)
+		sink := vertex.Blackhole[int64]()
+		pipeline.Sink(p, "sink", mapped, sink)
+		runMeasured(b, p)
+		if sink.Count() != int64(b.N) {
+			b.Fatalf("sink got %d, want %d", sink.Count(), b.N)
+		}
+	})
+	b.Run("reduce", func(b *testing.B) {
+		p := pipeline.New("bench-reduce")
+		gen := pipeline.Source(p, "gen", keyedGenerator(b.N))
+		counts, _ := pipeline.Reduce(p, "count", gen, vertex.Fixed(time.Second), vertex.Counting[int64]())
+		var total, results atomic.Int64
+		pipeline.Sink(p, "sink", counts, vertex.Func(func(_ context.Context, ms []vertex.Message[vertex.Windowed[int64]]) error {
+			for _, m := range ms {
+				total.Add(m.Value.Value)
+			}
+			results.Add(int64(len(ms)))
+			return nil
+		}))
+		runMeasured(b, p)
+		if total.Load() != int64(b.N) {
+			b.Fatalf("the counts add up to %d, want %d", total.Load(), b.N)
+		}
+		b.ReportMetric(float64(results.Load())/float64(b.N), "results/msg")
+	})
+}
+
+// runMeasured runs p as the measured part of b and reports its msg/s.
+func runMeasured(b *testing.B, p *pipeline.Pipeline) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	if err := p.Run(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	report(b, start)
+}

@@ -1,0 +1,339 @@
+package forwarder
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/runnel-dev/runnel/vertex"
+	"github.com/runnel-dev/runnel/watermark"
+)
+
+// Reducer is a reduce function in the form RunReduce runs it, whatever its
+// user-facing form: S is the state of one window for one key. Make one with
+// Aggregate or StreamReduce.
+type Reducer[In, S, Out any] struct {
+	ops reduceOps[In, S]
+	// result calls emit with the outputs of a closed window's state.
+	result func(ctx context.Context, w vertex.Window, keys []string, s S, emit func(Out) error) error
+}
+
+// Aggregate runs an incremental aggregator: O(1) state per window.
+func Aggregate[In, Acc, Out any](a vertex.Aggregator[In, Acc, Out]) Reducer[In, Acc, Out] {
+	return Reducer[In, Acc, Out]{
+		ops: reduceOps[In, Acc]{create: a.Create, add: a.Add, merge: a.Merge},
+		result: func(_ context.Context, _ vertex.Window, _ []string, acc Acc, emit func(Out) error) error {
+			return emit(a.Result(acc))
+		},
+	}
+}
+
+// StreamReduce runs a streaming reducer: each window keeps its messages
+// until it closes, then fn receives them in the order they were added.
+func StreamReduce[In, Out any](fn vertex.ReduceStreamFunc[In, Out]) Reducer[In, []vertex.Message[In], Out] {
+	return Reducer[In, []vertex.Message[In], Out]{
+		ops: reduceOps[In, []vertex.Message[In]]{
+			create: func() []vertex.Message[In] { return nil },
+			add:    func(s []vertex.Message[In], m vertex.Message[In]) []vertex.Message[In] { return append(s, m) },
+			merge:  func(a, b []vertex.Message[In]) []vertex.Message[In] { return append(a, b...) },
+		},
+		result: func(ctx context.Context, w vertex.Window, keys []string, s []vertex.Message[In], emit func(Out) error) error {
+			return fn(ctx, w, keys, slices.Values(s), emit)
+		},
+	}
+}
+
+// ReduceSpec is what a reduce replica computes: how it windows and with
+// which function.
+type ReduceSpec[In, S, Out any] struct {
+	Window  vertex.Windowing // validated
+	Reducer Reducer[In, S, Out]
+	// Late are the edges of the late-data stream: messages whose windows
+	// are all closed. Without them, late messages are dropped and counted
+	// (Stats.Late and Stats.Dropped).
+	Late []Edge[In]
+}
+
+// RunReduce runs one replica of a reduce vertex: it reads its partitions
+// (an edge into a reduce vertex routes by keys, so a key always reaches the
+// same replica), assigns every message to its windows, and emits each
+// window's result per key when the watermark closes it (watermark >= end +
+// allowed lateness). Results go to edges as vertex.Windowed values with
+// event time end - 1ms; late messages go to spec.Late.
+//
+// Concurrency: the replica's keys are split over Options.Concurrency
+// shards by key hash; each shard owns its windows and is driven by its
+// worker (on every chunk) and by a ticker (so that windows close as the
+// watermark advances when no data comes).
+//
+// Acknowledgement: a message is acked (and its offset committed) once it
+// is added to its windows, not when they close.
+//
+// End of stream: the replica ends once its input has ended (see eos.go).
+// When every upstream stream ended Final, its watermark is watermark.Max,
+// which closes every open window by the watermark path (closeUpTo, as any
+// watermark does); the results are written, then the replica ends its
+// output with its own end of stream. When the input ended Stopped (the
+// pipeline was cancelled and drained), open windows are emitted as they
+// are: at-least-once means nothing acknowledged may be lost, and on memory
+// storage the windows are the only copy of the acked messages, which go
+// when the process ends. Such a result covers what the window had received
+// when the pipeline stopped. When hard ends (a failure), nothing more is
+// emitted.
+//
+// Watermark: the replica publishes min(watermark - lateness, oldest open
+// window end) - 1ms, where watermark is its reader's (lowest in flight or
+// newest read). Every result it may still emit has an event time at or
+// above it, so no result is late for a downstream reduce. (The lateness
+// term matters: a message inside the lateness may open a window that ends
+// below the watermark.)
+func RunReduce[In, S, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[vertex.Windowed[Out]], spec ReduceSpec[In, S, Out]) error {
+	red := &reduceReplica[In, S, Out]{cfg: cfg, spec: spec, lateness: int64(spec.Window.AllowedLateness)}
+	workers := cfg.Options.Concurrency
+	red.shards = make([]*reduceShard[In, S, Out], workers)
+	for i := range red.shards {
+		red.shards[i] = &reduceShard[In, S, Out]{red: red, set: newWindowSet(spec.Window, spec.Reducer.ops),
+			wm: math.MinInt64, out: &WriteBuffer[vertex.Windowed[Out]]{}, lateBuf: &WriteBuffer[In]{}}
+		red.shards[i].oldest.Store(math.MaxInt64)
+	}
+	made := 0
+	parts := replicaParts[In]{
+		mode: chunkByKey, // one shard per worker: dispatch by key hash
+		out:  func() output { return red },
+		newHandler: func(r *reader[In]) handler[In] {
+			if red.r == nil {
+				red.r = r
+				red.w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, red.watermark)
+				red.late = NewWriter(spec.Late, cfg.Counters, cfg.Hooks.Publisher, red.watermark)
+			}
+			sh := red.shards[made]
+			made++
+			return sh.handle
+		},
+		loop: red.tickLoop,
+		end:  red.end,
+	}
+	return runReplicaParts(hard, stop, cfg, in, parts)
+}
+
+// reduceReplica is the state of one reduce replica.
+type reduceReplica[In, S, Out any] struct {
+	cfg      Config
+	spec     ReduceSpec[In, S, Out]
+	lateness int64
+	shards   []*reduceShard[In, S, Out]
+	r        *reader[In]
+	w        *Writer[vertex.Windowed[Out]]
+	late     *Writer[In]
+}
+
+// reduceShard owns the windows of the keys its worker is given.
+type reduceShard[In, S, Out any] struct {
+	red *reduceReplica[In, S, Out]
+	// oldest is the smallest end of an open window or of a window whose
+	// results are being written (MaxInt64: none); the watermark reads it.
+	oldest atomic.Int64
+
+	mu      sync.Mutex // guards the fields below: the worker and the ticker
+	set     windowSet[In, S]
+	wm      int64 // the shard's watermark, Unix ns: never decreases
+	outs    []vertex.Message[vertex.Windowed[Out]]
+	out     *WriteBuffer[vertex.Windowed[Out]]
+	lates   []vertex.Message[In]
+	lateBuf *WriteBuffer[In]
+}
+
+// handle adds a chunk's messages to the shard's windows, sends the late
+// ones to the late stream, then closes what the chunk's watermark closed.
+// The chunk is acked when it returns nil.
+func (sh *reduceShard[In, S, Out]) handle(ctx context.Context, chunk []inflight[In]) error {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.lates = sh.lates[:0]
+	for i := range chunk {
+		m := &chunk[i].msg
+		if !m.Watermark.IsZero() {
+			sh.wm = max(sh.wm, m.Watermark.UnixNano())
+		}
+		if !sh.set.add(m, joinKeys(*m), sh.wm) {
+			sh.lates = append(sh.lates, *m)
+		}
+	}
+	if err := sh.writeLate(ctx); err != nil {
+		return err
+	}
+	return sh.closeUpTo(ctx, sh.wm)
+}
+
+// writeLate writes the late messages of the chunk to the late stream, or
+// counts them dropped when there is none. sh.mu is held.
+func (sh *reduceShard[In, S, Out]) writeLate(ctx context.Context) error {
+	n := len(sh.lates)
+	if n == 0 {
+		return nil
+	}
+	red := sh.red
+	red.cfg.Counters.late.Add(int64(n))
+	defer clear(sh.lates)
+	if len(red.spec.Late) == 0 {
+		red.cfg.Counters.dropped.Add(int64(n))
+		return nil
+	}
+	return red.late.Write(ctx, sh.lates, sh.lateBuf)
+}
+
+// closeUpTo emits and writes every window closed at wm. sh.mu is held.
+// The shard's oldest end moves only after the results are written, so the
+// published watermark never passes a result still to be written.
+func (sh *reduceShard[In, S, Out]) closeUpTo(ctx context.Context, wm int64) error {
+	red := sh.red
+	sh.outs = sh.outs[:0]
+	err := sh.set.closeUpTo(wm, func(iv vertex.Interval, p *pane[S]) error {
+		win := iv.Window()
+		mark := len(sh.outs)
+		emit := func(v Out) error {
+			sh.outs = append(sh.outs, vertex.Message[vertex.Windowed[Out]]{
+				ID:        resultID(red.cfg.Vertex, iv, p.keys, len(sh.outs)-mark),
+				EventTime: time.Unix(0, iv.End-int64(time.Millisecond)),
+				Keys:      p.keys,
+				Value:     vertex.Windowed[Out]{Window: win, Keys: p.keys, Value: v},
+			})
+			return nil
+		}
+		call := func() (struct{}, error) {
+			sh.outs = sh.outs[:mark] // a retried call emits again
+			return struct{}{}, red.spec.Reducer.result(ctx, win, p.keys, p.state, emit)
+		}
+		if _, err := call(); err != nil {
+			_, attempts, err := retryAfter(ctx, red.cfg.Options.Retry, red.cfg.Counters, err, call)
+			if err != nil {
+				sh.outs = sh.outs[:mark]
+				return exhausted(ctx, red.cfg, resultID(red.cfg.Vertex, iv, p.keys, 0), attempts, err)
+			}
+		}
+		return nil
+	})
+	if err == nil && len(sh.outs) > 0 {
+		err = red.w.Write(ctx, sh.outs, sh.out)
+	}
+	clear(sh.outs)
+	if end, ok := sh.set.oldestEnd(); ok {
+		sh.oldest.Store(end)
+	} else {
+		sh.oldest.Store(math.MaxInt64)
+	}
+	return err
+}
+
+// resultID names a result: vertex, window, keys and, after the first
+// result of a window and key, its index.
+func resultID(vertexName string, iv vertex.Interval, keys []string, i int) string {
+	b := make([]byte, 0, 64)
+	b = append(b, vertexName...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, iv.Start, 10)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, iv.End, 10)
+	for _, k := range keys {
+		b = append(b, '/')
+		b = append(b, k...)
+	}
+	if i > 0 {
+		b = append(b, '#')
+		b = strconv.AppendInt(b, int64(i), 10)
+	}
+	return string(b)
+}
+
+// watermark is what the replica publishes: min(reader watermark -
+// lateness, oldest open window end) - 1ms; zero until the reader has one.
+func (red *reduceReplica[In, S, Out]) watermark() time.Time {
+	if red.r == nil {
+		return time.Time{}
+	}
+	w := red.r.watermark()
+	if w.IsZero() {
+		return w
+	}
+	low := w.UnixNano() - red.lateness
+	for _, sh := range red.shards {
+		low = min(low, sh.oldest.Load())
+	}
+	return time.Unix(0, low-int64(time.Millisecond))
+}
+
+// tickLoop closes windows as the watermark advances without data: every
+// idle interval each shard is raised to the reader's watermark (which is
+// never above a message still in flight, so a message waiting for its
+// shard is judged late or not on its own watermark, not on a later one).
+func (red *reduceReplica[In, S, Out]) tickLoop(ctx context.Context) {
+	if red.cfg.Hooks.Fetcher == nil {
+		return // no watermarks: windows close at the end of stream only
+	}
+	onTicks(ctx, red.cfg.Hooks.idleInterval(), func() bool {
+		w := red.r.watermark()
+		if w.IsZero() {
+			return true
+		}
+		for _, sh := range red.shards {
+			if err := sh.raise(ctx, w.UnixNano()); err != nil {
+				if ctx.Err() == nil && red.cfg.Fail != nil {
+					red.cfg.Fail(asProcessError(red.cfg, err))
+				}
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// raise raises the shard's watermark to wm and closes what that closes.
+func (sh *reduceShard[In, S, Out]) raise(ctx context.Context, wm int64) error {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if wm <= sh.wm {
+		return nil
+	}
+	sh.wm = wm
+	return sh.closeUpTo(ctx, wm)
+}
+
+// end closes the windows once the input has ended: a Final end has the
+// maximum watermark, which closes every window; after a Stopped end every
+// open window is emitted as it is (see RunReduce). Every shard is raised,
+// so the results are written before the replica ends its output.
+func (red *reduceReplica[In, S, Out]) end(ctx context.Context, kind EndKind) error {
+	for _, sh := range red.shards {
+		if err := sh.raise(ctx, watermark.Max.UnixNano()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteEnd implements output: the replica's end of stream goes to the
+// result edges and to the late stream's edges.
+func (red *reduceReplica[In, S, Out]) WriteEnd(ctx context.Context, processor string, kind EndKind) error {
+	if err := red.w.WriteEnd(ctx, processor, kind); err != nil {
+		return err
+	}
+	return red.late.WriteEnd(ctx, processor, kind)
+}
+
+// idleLoop implements output for both writers: an idle partition of the
+// late stream's edges gets its control message from the late writer.
+func (red *reduceReplica[In, S, Out]) idleLoop(ctx context.Context, idle IdlePublisher, every time.Duration, fail func(error)) {
+	write := func(ctx context.Context, to string, partition int) (int64, error) {
+		off, err := red.w.WriteControl(ctx, to, partition)
+		if errors.Is(err, ErrNoSuchEdge) {
+			return red.late.WriteControl(ctx, to, partition)
+		}
+		return off, err
+	}
+	runIdleLoop(ctx, idle, every, red.watermark, write, fail)
+}

@@ -1,0 +1,302 @@
+package forwarder
+
+import (
+	"container/heap"
+
+	"github.com/runnel-dev/runnel/vertex"
+)
+
+// This file keeps the open windows of one reduce shard. State changes only
+// in add (a message and the windows its event time is assigned to), so the
+// reduce WAL can rebuild every open window by replaying the messages it
+// logged through add in log order: the result is the same windows with the
+// same accumulators. closeUpTo is the only way out: in ascending end order,
+// each window once.
+
+// pane is the state of one window for one key.
+type pane[S any] struct {
+	keys  []string // the keys of the window's first message (the result's keys)
+	state S
+}
+
+// windowSet is the open windows of one shard of a reduce replica.
+type windowSet[In, S any] interface {
+	// add adds m, whose routing key is key, to every window of m that is
+	// open at watermark wm, and reports false when there is none: every
+	// window of m is closed, m is late and was not added.
+	add(m *vertex.Message[In], key string, wm int64) bool
+	// closeUpTo removes every window closed at wm (end + lateness <= wm),
+	// in ascending end order, calling emit with each key's pane.
+	closeUpTo(wm int64, emit func(iv vertex.Interval, p *pane[S]) error) error
+	// oldestEnd is the smallest end of an open window.
+	oldestEnd() (int64, bool)
+	// size is the number of open panes (window and key pairs).
+	size() int
+}
+
+// reduceOps is a reduce function as a window set runs it.
+type reduceOps[In, S any] struct {
+	create func() S
+	add    func(S, vertex.Message[In]) S
+	merge  func(a, b S) S
+}
+
+// newWindowSet returns the window set of w's kind.
+func newWindowSet[In, S any](w vertex.Windowing, ops reduceOps[In, S]) windowSet[In, S] {
+	if w.Kind == vertex.SessionWindows {
+		return &sessionSet[In, S]{w: w, ops: ops, byKey: map[string][]*session[S]{}}
+	}
+	return &alignedSet[In, S]{w: w, ops: ops, groups: map[vertex.Interval]*windowGroup[S]{}}
+}
+
+// alignedSet holds fixed or sliding windows: every key shares the same
+// window boundaries, so windows are grouped by interval (few, in a heap by
+// end) and each group maps keys to panes.
+type alignedSet[In, S any] struct {
+	w       vertex.Windowing
+	ops     reduceOps[In, S]
+	groups  map[vertex.Interval]*windowGroup[S]
+	ends    groupHeap[S]
+	panes   int
+	scratch []vertex.Interval
+	last    *windowGroup[S] // the group of the previous add (most messages hit it again)
+}
+
+// windowGroup is one interval's panes.
+type windowGroup[S any] struct {
+	iv   vertex.Interval
+	keys map[string]*pane[S]
+}
+
+func (s *alignedSet[In, S]) add(m *vertex.Message[In], key string, wm int64) bool {
+	s.scratch = s.w.AssignUnixNano(m.EventTime.UnixNano(), s.scratch[:0])
+	added := false
+	for _, iv := range s.scratch {
+		if s.w.ClosedAt(iv.End, wm) {
+			continue
+		}
+		g := s.last
+		if g == nil || g.iv != iv {
+			g = s.groups[iv]
+			if g == nil {
+				g = &windowGroup[S]{iv: iv, keys: map[string]*pane[S]{}}
+				s.groups[iv] = g
+				heap.Push(&s.ends, g)
+			}
+			s.last = g
+		}
+		p := g.keys[key]
+		if p == nil {
+			p = &pane[S]{keys: m.Keys, state: s.ops.create()}
+			g.keys[key] = p
+			s.panes++
+		}
+		p.state = s.ops.add(p.state, *m)
+		added = true
+	}
+	return added
+}
+
+func (s *alignedSet[In, S]) closeUpTo(wm int64, emit func(vertex.Interval, *pane[S]) error) error {
+	for len(s.ends) > 0 && s.w.ClosedAt(s.ends[0].iv.End, wm) {
+		g := heap.Pop(&s.ends).(*windowGroup[S])
+		delete(s.groups, g.iv)
+		if s.last == g {
+			s.last = nil
+		}
+		s.panes -= len(g.keys)
+		for _, p := range g.keys {
+			if err := emit(g.iv, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *alignedSet[In, S]) oldestEnd() (int64, bool) {
+	if len(s.ends) == 0 {
+		return 0, false
+	}
+	return s.ends[0].iv.End, true
+}
+
+func (s *alignedSet[In, S]) size() int { return s.panes }
+
+// groupHeap orders window groups by end, then start.
+type groupHeap[S any] []*windowGroup[S]
+
+func (h groupHeap[S]) Len() int { return len(h) }
+func (h groupHeap[S]) Less(i, j int) bool {
+	if h[i].iv.End != h[j].iv.End {
+		return h[i].iv.End < h[j].iv.End
+	}
+	return h[i].iv.Start < h[j].iv.Start
+}
+func (h groupHeap[S]) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *groupHeap[S]) Push(x any)   { *h = append(*h, x.(*windowGroup[S])) }
+func (h *groupHeap[S]) Pop() any {
+	old := *h
+	g := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return g
+}
+
+// sessionSet holds session windows: per key, its open sessions sorted by
+// start and disjoint; a heap of (end, session) entries finds the oldest.
+// An entry goes stale when its session grows or is merged away; stale
+// entries are skipped when they reach the top.
+type sessionSet[In, S any] struct {
+	w     vertex.Windowing
+	ops   reduceOps[In, S]
+	byKey map[string][]*session[S]
+	ends  sessionHeap[S]
+	panes int
+}
+
+// session is one open session of one key.
+type session[S any] struct {
+	iv  vertex.Interval
+	key string
+	pane[S]
+	gone bool // merged into another session, or closed
+}
+
+// sessionEntry is a session's place in the heap, valid while the session
+// still ends at end.
+type sessionEntry[S any] struct {
+	end int64
+	s   *session[S]
+}
+
+func (e sessionEntry[S]) stale() bool { return e.s.gone || e.s.iv.End != e.end }
+
+func (s *sessionSet[In, S]) add(m *vertex.Message[In], key string, wm int64) bool {
+	t := m.EventTime.UnixNano()
+	iv := vertex.Interval{Start: t, End: t + int64(s.w.Gap)}
+	list := s.byKey[key]
+	// The sessions the proto-session overlaps or touches (Flink's
+	// TimeWindow.intersects): a contiguous run of the sorted list.
+	lo, hi := len(list), len(list)
+	for i, o := range list {
+		if o.iv.Start <= iv.End && iv.Start <= o.iv.End {
+			if lo == len(list) {
+				lo = i
+			}
+			hi = i + 1
+		} else if lo != len(list) {
+			break
+		}
+	}
+	if lo == len(list) {
+		// A new session, unless it is closed already. Open sessions are
+		// never closed (they end after wm - lateness), so a message that
+		// joins one is never late.
+		if s.w.ClosedAt(iv.End, wm) {
+			return false
+		}
+		ns := &session[S]{iv: iv, key: key, pane: pane[S]{keys: m.Keys, state: s.ops.create()}}
+		ns.state = s.ops.add(ns.state, *m)
+		at := len(list)
+		for i, o := range list {
+			if o.iv.Start > iv.Start {
+				at = i
+				break
+			}
+		}
+		s.byKey[key] = insertAt(list, at, ns)
+		s.panes++
+		heap.Push(&s.ends, sessionEntry[S]{end: iv.End, s: ns})
+		return true
+	}
+	// Merge the run into its first session (the oldest), then add m.
+	keep := list[lo]
+	end := max(keep.iv.End, iv.End)
+	keep.iv.Start = min(keep.iv.Start, iv.Start)
+	for _, o := range list[lo+1 : hi] {
+		keep.state = s.ops.merge(keep.state, o.state)
+		end = max(end, o.iv.End)
+		o.gone = true
+		s.panes--
+	}
+	keep.state = s.ops.add(keep.state, *m)
+	if end != keep.iv.End {
+		keep.iv.End = end
+		heap.Push(&s.ends, sessionEntry[S]{end: end, s: keep})
+	}
+	if hi-lo > 1 {
+		s.byKey[key] = append(list[:lo+1], list[hi:]...)
+		clear(list[len(list)-(hi-lo-1):])
+	}
+	return true
+}
+
+func insertAt[E any](list []E, at int, e E) []E {
+	var zero E
+	list = append(list, zero)
+	copy(list[at+1:], list[at:])
+	list[at] = e
+	return list
+}
+
+func (s *sessionSet[In, S]) closeUpTo(wm int64, emit func(vertex.Interval, *pane[S]) error) error {
+	for {
+		s.dropStale()
+		if len(s.ends) == 0 || !s.w.ClosedAt(s.ends[0].end, wm) {
+			return nil
+		}
+		e := heap.Pop(&s.ends).(sessionEntry[S])
+		ses := e.s
+		ses.gone = true
+		s.panes--
+		list := s.byKey[ses.key]
+		for i, o := range list {
+			if o == ses {
+				list = append(list[:i], list[i+1:]...)
+				list[len(list):cap(list)][0] = nil // drop the reference (cap > len after the removal)
+				break
+			}
+		}
+		if len(list) == 0 {
+			delete(s.byKey, ses.key)
+		} else {
+			s.byKey[ses.key] = list
+		}
+		if err := emit(ses.iv, &ses.pane); err != nil {
+			return err
+		}
+	}
+}
+
+// dropStale pops the stale entries off the top of the heap.
+func (s *sessionSet[In, S]) dropStale() {
+	for len(s.ends) > 0 && s.ends[0].stale() {
+		heap.Pop(&s.ends)
+	}
+}
+
+func (s *sessionSet[In, S]) oldestEnd() (int64, bool) {
+	s.dropStale()
+	if len(s.ends) == 0 {
+		return 0, false
+	}
+	return s.ends[0].end, true
+}
+
+func (s *sessionSet[In, S]) size() int { return s.panes }
+
+// sessionHeap orders session entries by end.
+type sessionHeap[S any] []sessionEntry[S]
+
+func (h sessionHeap[S]) Len() int           { return len(h) }
+func (h sessionHeap[S]) Less(i, j int) bool { return h[i].end < h[j].end }
+func (h sessionHeap[S]) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *sessionHeap[S]) Push(x any)        { *h = append(*h, x.(sessionEntry[S])) }
+func (h *sessionHeap[S]) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = sessionEntry[S]{}
+	*h = old[:len(old)-1]
+	return e
+}

@@ -1,0 +1,72 @@
+package pipeline
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/runnel-dev/runnel/forwarder"
+	"github.com/runnel-dev/runnel/vertex"
+)
+
+// ErrDurableReduce: a reduce vertex in a pipeline on durable storage. Its
+// open windows live in memory until the reduce WAL is wired in, so a crash
+// would lose messages the vertex has already acknowledged to its durable
+// buffer: validation refuses it rather than break at-least-once.
+var ErrDurableReduce = errors.New("pipeline: a reduce vertex cannot run on durable storage: its windows are not kept durably yet (no reduce WAL), so a crash would lose acknowledged messages")
+
+// Reduce adds a vertex that groups the messages of in by key into the
+// event-time windows w describes and folds each window with agg. It
+// returns the results (one per window and key, with event time end - 1ms
+// and the window's keys) and the late-data stream: the messages whose
+// windows were all closed when they arrived (watermark >= end + allowed
+// lateness). Leave the late stream unconnected to drop late messages (they
+// are counted in Stats as Late and Dropped).
+//
+// Edges into a reduce vertex route by the messages' keys, so a key always
+// reaches the same partition and replica; messages without keys all go to
+// one partition (a global window). A window closes when the vertex
+// watermark passes it. When the input ends (the sources are exhausted) the
+// watermark is the maximum and every window closes; when the pipeline is
+// cancelled, every window still open is emitted as it is when the vertex
+// has drained, since its windows are the only copy of the messages it
+// acknowledged. A reduce vertex keeps its windows in memory, so it runs on
+// memory storage only: on durable storage validation refuses it
+// (ErrDurableReduce).
+//
+// Validation names the vertex for a bad window (see vertex.Windowing's
+// Validate) or a nil aggregator function.
+func Reduce[In, Acc, Out any](p *Pipeline, name string, in Stream[In], w vertex.Windowing, agg vertex.Aggregator[In, Acc, Out], opts ...vertex.Option) (results Stream[vertex.Windowed[Out]], late Stream[In]) {
+	return addReduce(p, name, in, w, forwarder.Aggregate(agg), func() error { return agg.Validate(w.Kind) }, opts)
+}
+
+// ReduceStream is Reduce with a streaming reducer: fn is called once per
+// closed window and key with the window's messages and emits any number of
+// results.
+func ReduceStream[In, Out any](p *Pipeline, name string, in Stream[In], w vertex.Windowing, fn vertex.ReduceStreamFunc[In, Out], opts ...vertex.Option) (results Stream[vertex.Windowed[Out]], late Stream[In]) {
+	return addReduce(p, name, in, w, forwarder.StreamReduce(fn), func() error {
+		if fn == nil {
+			return ErrNilFunc
+		}
+		return nil
+	}, opts)
+}
+
+func addReduce[In, S, Out any](p *Pipeline, name string, in Stream[In], w vertex.Windowing, red forwarder.Reducer[In, S, Out], check func() error, opts []vertex.Option) (Stream[vertex.Windowed[Out]], Stream[In]) {
+	// Keys decide the window state a message joins: they must decide its
+	// partition too.
+	opts = append(slices.Clip(opts), vertex.PartitionByKey())
+	n := addReader[In](p, name, kindReduce, in, opts, false)
+	n.check = func() error {
+		if err := w.Validate(); err != nil {
+			return err
+		}
+		return check()
+	}
+	n.run = func(rt *runtime, n *node, r int) error {
+		spec := forwarder.ReduceSpec[In, S, Out]{Window: w, Reducer: red, Late: edgesOf[In](n, true)}
+		return forwarder.RunReduce(rt.hard, rt.hard, rt.replicaConfig(n, r), readerInput[In](n, r), edgesFor[vertex.Windowed[Out]](n), spec)
+	}
+	late := streamOf[In](p, n)
+	late.parts[0].late = true
+	return streamOf[vertex.Windowed[Out]](p, n), late
+}
