@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runnel-dev/runnel/vertex"
+	"github.com/runnel-dev/runnel/wal"
 	"github.com/runnel-dev/runnel/watermark"
 )
 
@@ -57,6 +58,9 @@ type ReduceSpec[In, S, Out any] struct {
 	// are all closed. Without them, late messages are dropped and counted
 	// (Stats.Late and Stats.Dropped).
 	Late []Edge[In]
+	// Log, when not nil, keeps the replica's windows across crashes (see
+	// ReduceLog); without it they live in memory only.
+	Log *ReduceLog[In]
 }
 
 // RunReduce runs one replica of a reduce vertex: it reads its partitions
@@ -93,13 +97,24 @@ type ReduceSpec[In, S, Out any] struct {
 // term matters: a message inside the lateness may open a window that ends
 // below the watermark.)
 func RunReduce[In, S, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[vertex.Windowed[Out]], spec ReduceSpec[In, S, Out]) error {
+	if spec.Log != nil {
+		cfg.Options.Concurrency = 1 // one shard: each partition's entries in offset order (see ReduceLog)
+	}
 	red := &reduceReplica[In, S, Out]{cfg: cfg, spec: spec, lateness: int64(spec.Window.AllowedLateness)}
+	// Session ids start at the clock, so that a restart never reuses the id
+	// of a session closed (and compacted away) before it.
+	red.nextID.Store(uint64(time.Now().UnixNano()))
 	workers := cfg.Options.Concurrency
 	red.shards = make([]*reduceShard[In, S, Out], workers)
 	for i := range red.shards {
-		red.shards[i] = &reduceShard[In, S, Out]{red: red, set: newWindowSet(spec.Window, spec.Reducer.ops),
+		red.shards[i] = &reduceShard[In, S, Out]{red: red, set: newWindowSet(spec.Window, spec.Reducer.ops, red.newSessionID),
 			wm: math.MinInt64, out: &WriteBuffer[vertex.Windowed[Out]]{}, lateBuf: &WriteBuffer[In]{}}
 		red.shards[i].oldest.Store(math.MaxInt64)
+	}
+	if spec.Log != nil {
+		if err := red.recover(); err != nil {
+			return asProcessError(cfg, err)
+		}
 	}
 	made := 0
 	parts := replicaParts[In]{
@@ -130,7 +145,12 @@ type reduceReplica[In, S, Out any] struct {
 	r        *reader[In]
 	w        *Writer[vertex.Windowed[Out]]
 	late     *Writer[In]
+	nextID   atomic.Uint64   // the last session id given out
+	logged   map[int32]int64 // with a log: the highest offset logged per partition before this run
 }
+
+// newSessionID returns a new session id for the WAL.
+func (red *reduceReplica[In, S, Out]) newSessionID() uint64 { return red.nextID.Add(1) }
 
 // reduceShard owns the windows of the keys its worker is given.
 type reduceShard[In, S, Out any] struct {
@@ -146,6 +166,13 @@ type reduceShard[In, S, Out any] struct {
 	out     *WriteBuffer[vertex.Windowed[Out]]
 	lates   []vertex.Message[In]
 	lateBuf *WriteBuffer[In]
+	// With a log: the entries of the chunk (their values and windows in
+	// the scratch buffers, cut by spans) and the windows closed.
+	entries []wal.Entry
+	spans   [][4]int
+	vals    []byte
+	wins    []wal.Window
+	gcs     []wal.Window
 }
 
 // handle adds a chunk's messages to the shard's windows, sends the late
@@ -155,14 +182,29 @@ func (sh *reduceShard[In, S, Out]) handle(ctx context.Context, chunk []inflight[
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.lates = sh.lates[:0]
+	red := sh.red
 	for i := range chunk {
-		m := &chunk[i].msg
+		it := &chunk[i]
+		m := &it.msg
+		if red.logged != nil && red.alreadyLogged(it.partition, it.offset) {
+			continue // redelivered after a restart: in the log already
+		}
 		if !m.Watermark.IsZero() {
 			sh.wm = max(sh.wm, m.Watermark.UnixNano())
 		}
 		if !sh.set.add(m, joinKeys(*m), sh.wm) {
 			sh.lates = append(sh.lates, *m)
+			continue
 		}
+		if red.spec.Log != nil {
+			if err := sh.logEntry(it); err != nil {
+				return err
+			}
+		}
+	}
+	// Durable before the chunk is acked.
+	if err := sh.appendLogged(ctx); err != nil {
+		return err
 	}
 	if err := sh.writeLate(ctx); err != nil {
 		return err
@@ -193,7 +235,11 @@ func (sh *reduceShard[In, S, Out]) writeLate(ctx context.Context) error {
 func (sh *reduceShard[In, S, Out]) closeUpTo(ctx context.Context, wm int64) error {
 	red := sh.red
 	sh.outs = sh.outs[:0]
+	logged := red.spec.Log != nil
 	err := sh.set.closeUpTo(wm, func(iv vertex.Interval, p *pane[S]) error {
+		if logged {
+			sh.gcs = closedWindows(sh.gcs, iv, p)
+		}
 		win := iv.Window()
 		mark := len(sh.outs)
 		emit := func(v Out) error {
@@ -222,12 +268,24 @@ func (sh *reduceShard[In, S, Out]) closeUpTo(ctx context.Context, wm int64) erro
 		err = red.w.Write(ctx, sh.outs, sh.out)
 	}
 	clear(sh.outs)
+	if err == nil && logged {
+		// The results are written: the windows may leave the log.
+		err = sh.logClosed(ctx, wm)
+	}
+	clear(sh.gcs)
+	sh.gcs = sh.gcs[:0]
+	sh.noteOldest()
+	return err
+}
+
+// noteOldest publishes the shard's oldest open window end for the
+// watermark. sh.mu is held (or the shard not yet running).
+func (sh *reduceShard[In, S, Out]) noteOldest() {
 	if end, ok := sh.set.oldestEnd(); ok {
 		sh.oldest.Store(end)
 	} else {
 		sh.oldest.Store(math.MaxInt64)
 	}
-	return err
 }
 
 // resultID names a result: vertex, window, keys and, after the first
@@ -296,7 +354,7 @@ func (red *reduceReplica[In, S, Out]) tickLoop(ctx context.Context) {
 func (sh *reduceShard[In, S, Out]) raise(ctx context.Context, wm int64) error {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if wm <= sh.wm {
+	if wm < sh.wm {
 		return nil
 	}
 	sh.wm = wm
@@ -308,6 +366,9 @@ func (sh *reduceShard[In, S, Out]) raise(ctx context.Context, wm int64) error {
 // open window is emitted as it is (see RunReduce). Every shard is raised,
 // so the results are written before the replica ends its output.
 func (red *reduceReplica[In, S, Out]) end(ctx context.Context, kind EndKind) error {
+	if kind == Stopped && red.spec.Log != nil {
+		return nil // the log keeps the open windows for the next run
+	}
 	for _, sh := range red.shards {
 		if err := sh.raise(ctx, watermark.Max.UnixNano()); err != nil {
 			return err

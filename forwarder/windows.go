@@ -2,8 +2,12 @@ package forwarder
 
 import (
 	"container/heap"
+	"math"
+	"slices"
+	"time"
 
 	"github.com/runnel-dev/runnel/vertex"
+	"github.com/runnel-dev/runnel/wal"
 )
 
 // This file keeps the open windows of one reduce shard. State changes only
@@ -17,6 +21,10 @@ import (
 type pane[S any] struct {
 	keys  []string // the keys of the window's first message (the result's keys)
 	state S
+	// ids are the ids a session's messages were logged under in the reduce
+	// WAL: its own and those of the sessions merged into it (nil for
+	// aligned windows, which the WAL names by their bounds).
+	ids []uint64
 }
 
 // windowSet is the open windows of one shard of a reduce replica.
@@ -32,6 +40,28 @@ type windowSet[In, S any] interface {
 	oldestEnd() (int64, bool)
 	// size is the number of open panes (window and key pairs).
 	size() int
+	// added appends to dst the windows the last add that returned true
+	// put its message in, as the reduce WAL names them.
+	added(dst []wal.Window) []wal.Window
+	// replay adds m, whose routing key is key, to exactly the windows ws a
+	// WAL entry logged it under (never late: the log holds open windows
+	// only), merging sessions as add does.
+	replay(m *vertex.Message[In], key string, ws []wal.Window)
+}
+
+// closedWindows appends to dst the WAL names of the window iv of pane p,
+// which was just closed: its bounds, or, for a session, every id its
+// messages were logged under.
+func closedWindows[S any](dst []wal.Window, iv vertex.Interval, p *pane[S]) []wal.Window {
+	w := wal.Window{Start: time.Unix(0, iv.Start), End: time.Unix(0, iv.End)}
+	if len(p.ids) == 0 {
+		return append(dst, w)
+	}
+	for _, id := range p.ids {
+		w.Session = id
+		dst = append(dst, w)
+	}
+	return dst
 }
 
 // reduceOps is a reduce function as a window set runs it.
@@ -41,10 +71,11 @@ type reduceOps[In, S any] struct {
 	merge  func(a, b S) S
 }
 
-// newWindowSet returns the window set of w's kind.
-func newWindowSet[In, S any](w vertex.Windowing, ops reduceOps[In, S]) windowSet[In, S] {
+// newWindowSet returns the window set of w's kind. newID gives each new
+// session the id the reduce WAL names it by (unique, never 0).
+func newWindowSet[In, S any](w vertex.Windowing, ops reduceOps[In, S], newID func() uint64) windowSet[In, S] {
 	if w.Kind == vertex.SessionWindows {
-		return &sessionSet[In, S]{w: w, ops: ops, byKey: map[string][]*session[S]{}}
+		return &sessionSet[In, S]{w: w, ops: ops, byKey: map[string][]*session[S]{}, newID: newID}
 	}
 	return &alignedSet[In, S]{w: w, ops: ops, groups: map[vertex.Interval]*windowGroup[S]{}}
 }
@@ -59,7 +90,8 @@ type alignedSet[In, S any] struct {
 	ends    groupHeap[S]
 	panes   int
 	scratch []vertex.Interval
-	last    *windowGroup[S] // the group of the previous add (most messages hit it again)
+	hit     []vertex.Interval // the windows of the last add
+	last    *windowGroup[S]   // the group of the previous add (most messages hit it again)
 }
 
 // windowGroup is one interval's panes.
@@ -70,31 +102,49 @@ type windowGroup[S any] struct {
 
 func (s *alignedSet[In, S]) add(m *vertex.Message[In], key string, wm int64) bool {
 	s.scratch = s.w.AssignUnixNano(m.EventTime.UnixNano(), s.scratch[:0])
-	added := false
+	s.hit = s.hit[:0]
 	for _, iv := range s.scratch {
 		if s.w.ClosedAt(iv.End, wm) {
 			continue
 		}
-		g := s.last
-		if g == nil || g.iv != iv {
-			g = s.groups[iv]
-			if g == nil {
-				g = &windowGroup[S]{iv: iv, keys: map[string]*pane[S]{}}
-				s.groups[iv] = g
-				heap.Push(&s.ends, g)
-			}
-			s.last = g
-		}
-		p := g.keys[key]
-		if p == nil {
-			p = &pane[S]{keys: m.Keys, state: s.ops.create()}
-			g.keys[key] = p
-			s.panes++
-		}
-		p.state = s.ops.add(p.state, *m)
-		added = true
+		s.addTo(iv, m, key)
+		s.hit = append(s.hit, iv)
 	}
-	return added
+	return len(s.hit) > 0
+}
+
+// addTo adds m to window iv of key.
+func (s *alignedSet[In, S]) addTo(iv vertex.Interval, m *vertex.Message[In], key string) {
+	g := s.last
+	if g == nil || g.iv != iv {
+		g = s.groups[iv]
+		if g == nil {
+			g = &windowGroup[S]{iv: iv, keys: map[string]*pane[S]{}}
+			s.groups[iv] = g
+			heap.Push(&s.ends, g)
+		}
+		s.last = g
+	}
+	p := g.keys[key]
+	if p == nil {
+		p = &pane[S]{keys: m.Keys, state: s.ops.create()}
+		g.keys[key] = p
+		s.panes++
+	}
+	p.state = s.ops.add(p.state, *m)
+}
+
+func (s *alignedSet[In, S]) added(dst []wal.Window) []wal.Window {
+	for _, iv := range s.hit {
+		dst = append(dst, wal.Window{Start: time.Unix(0, iv.Start), End: time.Unix(0, iv.End)})
+	}
+	return dst
+}
+
+func (s *alignedSet[In, S]) replay(m *vertex.Message[In], key string, ws []wal.Window) {
+	for _, w := range ws {
+		s.addTo(vertex.Interval{Start: w.Start.UnixNano(), End: w.End.UnixNano()}, m, key)
+	}
 }
 
 func (s *alignedSet[In, S]) closeUpTo(wm int64, emit func(vertex.Interval, *pane[S]) error) error {
@@ -153,6 +203,8 @@ type sessionSet[In, S any] struct {
 	byKey map[string][]*session[S]
 	ends  sessionHeap[S]
 	panes int
+	newID func() uint64
+	hit   *session[S] // the session of the last add
 }
 
 // session is one open session of one key.
@@ -173,6 +225,24 @@ type sessionEntry[S any] struct {
 func (e sessionEntry[S]) stale() bool { return e.s.gone || e.s.iv.End != e.end }
 
 func (s *sessionSet[In, S]) add(m *vertex.Message[In], key string, wm int64) bool {
+	return s.addLogged(m, key, wm, 0)
+}
+
+func (s *sessionSet[In, S]) added(dst []wal.Window) []wal.Window {
+	h := s.hit
+	return append(dst, wal.Window{Start: time.Unix(0, h.iv.Start), End: time.Unix(0, h.iv.End), Session: h.ids[0]})
+}
+
+// replay adds m as add does, at no watermark (the log holds open sessions
+// only), to a session that takes the logged id: merges rebuild the session
+// of every id, so closing it closes them all.
+func (s *sessionSet[In, S]) replay(m *vertex.Message[In], key string, ws []wal.Window) {
+	s.addLogged(m, key, math.MinInt64, ws[0].Session)
+}
+
+// addLogged is add; a new session takes the id id (0: a new one), and a
+// message that joins a session under another id adds it to the session's.
+func (s *sessionSet[In, S]) addLogged(m *vertex.Message[In], key string, wm int64, id uint64) bool {
 	t := m.EventTime.UnixNano()
 	iv := vertex.Interval{Start: t, End: t + int64(s.w.Gap)}
 	list := s.byKey[key]
@@ -196,8 +266,12 @@ func (s *sessionSet[In, S]) add(m *vertex.Message[In], key string, wm int64) boo
 		if s.w.ClosedAt(iv.End, wm) {
 			return false
 		}
-		ns := &session[S]{iv: iv, key: key, pane: pane[S]{keys: m.Keys, state: s.ops.create()}}
+		if id == 0 {
+			id = s.newID()
+		}
+		ns := &session[S]{iv: iv, key: key, pane: pane[S]{keys: m.Keys, state: s.ops.create(), ids: []uint64{id}}}
 		ns.state = s.ops.add(ns.state, *m)
+		s.hit = ns
 		at := len(list)
 		for i, o := range list {
 			if o.iv.Start > iv.Start {
@@ -216,11 +290,16 @@ func (s *sessionSet[In, S]) add(m *vertex.Message[In], key string, wm int64) boo
 	keep.iv.Start = min(keep.iv.Start, iv.Start)
 	for _, o := range list[lo+1 : hi] {
 		keep.state = s.ops.merge(keep.state, o.state)
+		keep.ids = append(keep.ids, o.ids...)
 		end = max(end, o.iv.End)
 		o.gone = true
 		s.panes--
 	}
 	keep.state = s.ops.add(keep.state, *m)
+	if id != 0 && !slices.Contains(keep.ids, id) {
+		keep.ids = append(keep.ids, id)
+	}
+	s.hit = keep
 	if end != keep.iv.End {
 		keep.iv.End = end
 		heap.Push(&s.ends, sessionEntry[S]{end: end, s: keep})

@@ -42,7 +42,7 @@ func newHarness(t *testing.T, w vertex.Windowing) *windowHarness {
 	if err := w.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	return &windowHarness{t: t, set: newWindowSet(w, idsOps)}
+	return &windowHarness{t: t, set: newWindowSet(w, idsOps, func() uint64 { return 1 })}
 }
 
 // add adds message id of key at event time et (ns) under watermark wm.

@@ -1,18 +1,14 @@
 package pipeline
 
 import (
-	"errors"
+	"fmt"
+	"path/filepath"
 	"slices"
 
 	"github.com/runnel-dev/runnel/forwarder"
 	"github.com/runnel-dev/runnel/vertex"
+	"github.com/runnel-dev/runnel/wal"
 )
-
-// ErrDurableReduce: a reduce vertex in a pipeline on durable storage. Its
-// open windows live in memory until the reduce WAL is wired in, so a crash
-// would lose messages the vertex has already acknowledged to its durable
-// buffer: validation refuses it rather than break at-least-once.
-var ErrDurableReduce = errors.New("pipeline: a reduce vertex cannot run on durable storage: its windows are not kept durably yet (no reduce WAL), so a crash would lose acknowledged messages")
 
 // Reduce adds a vertex that groups the messages of in by key into the
 // event-time windows w describes and folds each window with agg. It
@@ -29,9 +25,14 @@ var ErrDurableReduce = errors.New("pipeline: a reduce vertex cannot run on durab
 // watermark is the maximum and every window closes; when the pipeline is
 // cancelled, every window still open is emitted as it is when the vertex
 // has drained, since its windows are the only copy of the messages it
-// acknowledged. A reduce vertex keeps its windows in memory, so it runs on
-// memory storage only: on durable storage validation refuses it
-// (ErrDurableReduce).
+// acknowledged.
+//
+// On durable storage each replica keeps a write-ahead log of its windows
+// (package wal) in {dir}/{pipeline}.wal/{vertex}/replica-{r}-of-{n}: every
+// message is logged before it is acknowledged, a restart rebuilds the open
+// windows from it, and a cancelled pipeline leaves its open windows there
+// for the next run instead of emitting them (see forwarder.ReduceLog). The
+// log encodes values with the codec of In (WithCodec; JSON by default).
 //
 // Validation names the vertex for a bad window (see vertex.Windowing's
 // Validate) or a nil aggregator function.
@@ -62,8 +63,21 @@ func addReduce[In, S, Out any](p *Pipeline, name string, in Stream[In], w vertex
 		}
 		return check()
 	}
-	n.run = func(rt *runtime, n *node, r int) error {
+	n.run = func(rt *runtime, n *node, r int) (err error) {
 		spec := forwarder.ReduceSpec[In, S, Out]{Window: w, Reducer: red, Late: edgesOf[In](n, true)}
+		if s, ok := rt.cfg.storage.(*mmapStorage); ok {
+			dir := filepath.Join(s.dir, p.name+".wal", n.name, fmt.Sprintf("replica-%d-of-%d", r, n.cfg.Replicas))
+			log, err := wal.Open(dir)
+			if err != nil {
+				return &VertexError{Vertex: n.name, Err: fmt.Errorf("reduce WAL of replica %d: %w", r, err)}
+			}
+			defer func() {
+				if cerr := log.Close(); cerr != nil && err == nil {
+					err = &VertexError{Vertex: n.name, Err: fmt.Errorf("reduce WAL of replica %d: %w", r, cerr)}
+				}
+			}()
+			spec.Log = &forwarder.ReduceLog[In]{WAL: log, Codec: valueCodec[In](&rt.cfg)}
+		}
 		return forwarder.RunReduce(rt.hard, rt.hard, rt.replicaConfig(n, r), readerInput[In](n, r), edgesFor[vertex.Windowed[Out]](n), spec)
 	}
 	late := streamOf[In](p, n)

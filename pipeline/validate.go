@@ -33,9 +33,6 @@ func (p *Pipeline) validate() (config, error) {
 		if err := n.check(); err != nil {
 			vertexErr(n, err)
 		}
-		if n.kind == kindReduce && cfg.storage != nil && cfg.storage.Durable() {
-			vertexErr(n, fmt.Errorf("%w (storage %s)", ErrDurableReduce, cfg.storage))
-		}
 		if c.Retry.OnExhausted == vertex.ToFallback && !n.hasFallback {
 			vertexErr(n, &vertex.OptionError{Option: "Retry.OnExhausted", Value: c.Retry.OnExhausted,
 				Reason: "ToFallback needs a sink vertex with a fallback sink (SinkWithFallback)"})

@@ -1,0 +1,152 @@
+package forwarder
+
+import (
+	"context"
+	"maps"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/runnel-dev/runnel/isb"
+	"github.com/runnel-dev/runnel/isb/codec"
+	"github.com/runnel-dev/runnel/isb/memory"
+	"github.com/runnel-dev/runnel/vertex"
+	"github.com/runnel-dev/runnel/wal"
+)
+
+// runLogged runs RunReduce with a WAL in dir over msgs followed by an end
+// of stream of kind end, and returns the results by window and key.
+func runLogged(t *testing.T, dir string, msgs []msg, w vertex.Windowing, end EndKind) []result {
+	t.Helper()
+	in := newTopic(t, "in")
+	if _, err := in.Producer(nil).ProduceTo(context.Background(), 0, msgs); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewWriter([]Edge[int]{{To: "r", Topic: in}}, &Counters{}, nil, nil).WriteEnd(context.Background(), "src/0", end); err != nil {
+		t.Fatal(err)
+	}
+	out, err := memory.NewTopic[result]("out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = out.Close() })
+	c, err := in.PullConsumer("reduce", isb.BatchSize(7), isb.ManualCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	log, err := wal.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := log.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	opts, err := vertex.NewConfig(vertex.BatchSize(7), vertex.Concurrency(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Vertex: "r", Options: opts, Counters: &Counters{}}
+	spec := ReduceSpec[int, int64, int64]{Window: w, Reducer: Aggregate(vertex.Counting[int]()),
+		Log: &ReduceLog[int]{WAL: log, Codec: codec.JSON[int]()}}
+	ctx := context.Background()
+	if err := RunReduce(ctx, ctx, cfg, Input[int]{Consumer: c, Partitions: 1, Writers: 1}, []Edge[vertex.Windowed[int64]]{{To: "out", Topic: out}}, spec); err != nil {
+		t.Fatalf("RunReduce: %v", err)
+	}
+	results, _ := splitEnds(readAll(t, out))
+	return results
+}
+
+// With a WAL, a Stopped end keeps the open windows in the log instead of
+// emitting them; the next run replays them, skips the redelivered
+// messages the log holds (the same offsets again), adds the new ones, and
+// a Final end emits every window once, with the counts of both runs. Fixed
+// and session windows (sessions that the second run's messages merge).
+func TestRunReduceWALKeepsWindowsAcrossRuns(t *testing.T) {
+	keyed := func(from, n int, at func(i int) time.Duration) []msg {
+		msgs := make([]msg, n)
+		for i := range msgs {
+			j := from + i
+			msgs[i] = msg{ID: "m" + string(rune('a'+j%26)), Keys: []string{[]string{"a", "b", "c"}[j%3]}, EventTime: time.Unix(0, int64(at(j))), Value: j}
+		}
+		return msgs
+	}
+	tests := []struct {
+		name string
+		w    vertex.Windowing
+		at   func(i int) time.Duration
+		want func(all []msg) map[string]int64
+	}{
+		{"fixed", vertex.Fixed(time.Second), func(i int) time.Duration { return time.Duration(i) * 100 * time.Millisecond },
+			func(all []msg) map[string]int64 {
+				want := map[string]int64{}
+				for _, m := range all {
+					s := m.EventTime.Truncate(time.Second).UnixNano()
+					want[resultID("r", vertex.Interval{Start: s, End: s + 1e9}, m.Keys, 0)]++
+				}
+				return want
+			}},
+		{"session", vertex.Session(3 * time.Second), func(i int) time.Duration {
+			// First run: two sessions per key (about [0,3.3s) and
+			// [4s,7.3s)); the second run bridges them at 2.5s and adds a
+			// third session at 20s.
+			switch {
+			case i < 6:
+				return time.Duration(i) * 100 * time.Millisecond
+			case i < 12:
+				return 4*time.Second + time.Duration(i-6)*100*time.Millisecond
+			case i < 15:
+				return 2500 * time.Millisecond
+			}
+			return 20 * time.Second
+		}, func(all []msg) map[string]int64 {
+			want := map[string]int64{}
+			for _, k := range []string{"a", "b", "c"} {
+				var first, second int64
+				var end1, end2 int64
+				start1 := int64(math.MaxInt64)
+				for _, m := range all {
+					if m.Keys[0] != k {
+						continue
+					}
+					if t := m.EventTime.UnixNano(); t < 10e9 {
+						first++
+						start1, end1 = min(start1, t), max(end1, t+3e9)
+					} else {
+						second++
+						end2 = max(end2, t+3e9)
+					}
+				}
+				want[resultID("r", vertex.Interval{Start: start1, End: end1}, []string{k}, 0)] = first
+				want[resultID("r", vertex.Interval{Start: 20e9, End: end2}, []string{k}, 0)] = second
+			}
+			return want
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			first := keyed(0, 12, tt.at)
+			if got := runLogged(t, dir, first, tt.w, Stopped); len(got) != 0 {
+				t.Fatalf("a Stopped end with a WAL emitted %d results, want none (kept in the log)", len(got))
+			}
+			all := append(first, keyed(12, 6, tt.at)...)
+			got := map[string]int64{}
+			results := runLogged(t, dir, all, tt.w, Final)
+			for _, r := range results {
+				got[r.ID] = r.Value.Value
+			}
+			want := tt.want(all)
+			if len(results) != len(want) || !maps.Equal(got, want) {
+				t.Fatalf("after the restart: %d results %v, want %v", len(results), got, want)
+			}
+			// Everything was emitted and closed: a third run on the log
+			// replays nothing and emits nothing.
+			if got := runLogged(t, dir, all, tt.w, Final); len(got) != 0 {
+				t.Fatalf("a third run emitted %d results again", len(got))
+			}
+		})
+	}
+}
