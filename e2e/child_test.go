@@ -15,6 +15,8 @@ func runChild() bool {
 		return false
 	case "crash":
 		os.Exit(crashChild())
+	case "reduce-crash":
+		os.Exit(reduceCrashChild())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown child", os.Getenv(childEnv))
 		os.Exit(2)

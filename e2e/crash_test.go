@@ -130,8 +130,14 @@ func addIDs(t *testing.T, dir string, from, to int64) {
 // SIGTERM, done with its output once it has exited.
 func startChild(t *testing.T, dir string) (cmd *exec.Cmd, out *[]string, ready, done chan struct{}) {
 	t.Helper()
+	return startChildOf(t, dir, "crash")
+}
+
+// startChildOf is startChild for the child named kind, with env added.
+func startChildOf(t *testing.T, dir, kind string, env ...string) (cmd *exec.Cmd, out *[]string, ready, done chan struct{}) {
+	t.Helper()
 	cmd = exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=crash", "RUNNEL_E2E_DIR="+dir)
+	cmd.Env = append(append(os.Environ(), childEnv+"="+kind, "RUNNEL_E2E_DIR="+dir), env...)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
