@@ -33,8 +33,9 @@
 // message (or batch) like any other, to which the retry policy applies.
 //
 // A reduce replica's workers each own a shard of its keys and their open
-// windows (see RunReduce): a message is acked once it is in its windows,
-// and each window's results are written when the watermark closes it.
+// windows (see RunReduce): a message is acked once it is in its windows
+// (and, on durable storage, in the replica's WAL: see ReduceLog), and each
+// window's results are written when the watermark closes it.
 //
 // Watermarks, and work-in-progress marking for storage with ack deadlines,
 // plug in through the small interfaces of hooks.go; nil hooks cost nothing.

@@ -43,8 +43,10 @@ import (
 // A reduce forwarder reuses the same pieces: it gives every end-of-stream
 // message it reads (EndOf) to its InputEnds; when Done it closes its windows
 // (after a Final end its watermark is watermark.Max, so every window closes
-// by watermark; after a Stopped one they stay open, kept by the WAL) and
-// ends its output with Writer.WriteEnd(ctx, cfg.Processor(), ends.Kind()).
+// by watermark; after a Stopped one they stay open in the reduce WAL when
+// it has one, and are emitted as they are when it has none, since memory
+// is then their only copy) and ends its output with
+// Writer.WriteEnd(ctx, cfg.Processor(), ends.Kind()).
 //
 // Restarts: readers count each processor once per partition (by the end
 // message's ID), so an end redelivered, or written again by a processor that
