@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/runnel-dev/runnel/vertex"
 	"github.com/runnel-dev/runnel/watermark"
@@ -97,9 +98,26 @@ var endTags = [...][]string{
 	Stopped: {ControlTag, StopTag},
 }
 
-// Processor names the processor of cfg (vertex and replica) in the
-// end-of-stream messages it writes: unique among the writers of an edge.
-func (c Config) Processor() string { return c.Vertex + "/" + strconv.Itoa(c.Replica) }
+// Processor names the processor of cfg (vertex and replica, and the run
+// when Config.Run is set) in the end-of-stream messages it writes: unique
+// among the writers of an edge.
+func (c Config) Processor() string {
+	p := c.Vertex + "/" + strconv.Itoa(c.Replica)
+	if c.Run != "" {
+		p += "@" + c.Run
+	}
+	return p
+}
+
+// ofRun reports whether the end-of-stream message of processor was written
+// in run (any run when run is ""). An end of another run is stale: a run
+// that was killed after a processor wrote its end to a durable buffer and
+// before the reader committed past it leaves it there, and the processor
+// of the next run has not ended; counting it would end the reader before
+// the new run's data (and, for a reduce, close its windows early).
+func ofRun(processor, run string) bool {
+	return run == "" || strings.HasSuffix(processor, "@"+run)
+}
 
 // EndOf reports whether m is an end-of-stream message and, when it is, the
 // processor that wrote it and how its stream ended.

@@ -23,6 +23,10 @@ type Config struct {
 	Counters *Counters
 	Logger   *zap.Logger // nil logs nothing
 	Hooks    Hooks
+	// Run identifies this run of the pipeline (optional): end-of-stream
+	// messages carry it, and a reader ignores the ends of another run
+	// (stale ones a killed run left in a durable buffer, see eos.go).
+	Run string
 	// Fail is called with the first fatal error of a worker, so that the
 	// pipeline stops at once (the replica also returns it when it ends).
 	// Optional.
@@ -99,6 +103,7 @@ func runReplicaParts[T any](hard, stop context.Context, cfg Config, in Input[T],
 	// User functions and sinks learn which replica calls them.
 	hard = vertex.WithReplica(hard, vertex.Replica{Vertex: cfg.Vertex, Index: cfg.Replica})
 	r := newReader(in.Consumer, in.Partitions, in.Writers, o.BatchSize, o.MaxInFlight, cfg.Counters, cfg.Hooks.Fetcher)
+	r.run = cfg.Run
 	workers := o.Concurrency
 	chans := make([]chan []inflight[T], 1)
 	if mode == chunkByKey {

@@ -44,6 +44,7 @@ type reader[T any] struct {
 	fetch     WatermarkFetcher
 	endFetch  EndFetcher   // fetch, when it learns of ended partitions
 	ends      *InputEnds   // owned by the reader goroutine; nil: the input never ends
+	run       string       // the run whose ends count (Config.Run; "": any)
 	headWM    atomic.Int64 // newest watermark read, unix ns (0: none)
 	delivered []atomic.Int64
 	pool      sync.Pool // of *batchBuf[T]
@@ -186,8 +187,8 @@ func (r *reader[T]) take(b isb.Batch[vertex.Message[T]]) []inflight[T] {
 // partition Final, the partition's watermark is watermark.Max from now on.
 func (r *reader[T]) noteEnd(partition int, m *vertex.Message[T]) {
 	proc, kind, ok := EndOf(m)
-	if !ok {
-		return
+	if !ok || !ofRun(proc, r.run) {
+		return // not an end, or a stale one of another run
 	}
 	if ended, k := r.ends.Observe(partition, proc, kind); ended && k == Final && r.endFetch != nil {
 		r.raiseHead(r.endFetch.EndPartition(partition))

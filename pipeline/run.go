@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ type runtime struct {
 	hard context.Context // ends: everything stops at once (an error)
 
 	softCancel, hardCancel context.CancelFunc
+	run                    string // this run's id, in end-of-stream messages
 
 	mu    sync.Mutex
 	first error
@@ -47,7 +49,7 @@ func (rt *runtime) replicaConfig(n *node, r int) forwarder.Config {
 	c := forwarder.Config{
 		Vertex: n.name, Replica: r, Options: n.cfg, Counters: n.counters[r],
 		Logger: rt.log.With(zap.String("vertex", n.name), zap.Int("replica", r)),
-		Fail:   rt.fail,
+		Fail:   rt.fail, Run: rt.run,
 	}
 	switch {
 	case rt.cfg.hooks != nil:
@@ -90,6 +92,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return err
 	}
 	rt := &runtime{cfg: cfg, log: cfg.logger.With(zap.String("pipeline", p.name))}
+	// End-of-stream messages carry the run, so that ends a killed run left
+	// in durable buffers do not end this run's readers (forwarder.Config.Run).
+	rt.run = strconv.FormatInt(time.Now().UnixNano(), 36)
 	rt.soft, rt.softCancel = context.WithCancel(ctx)
 	// Writes and acks outlive ctx: a cancelled pipeline still drains.
 	rt.hard, rt.hardCancel = context.WithCancel(context.WithoutCancel(ctx))
