@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"github.com/runnel-dev/runnel/isb"
 	"reflect"
 	"sync"
 	"time"
@@ -61,16 +62,14 @@ func WithHooks(f func(vertex string, replica int) forwarder.Hooks) Option {
 
 func newConfig(opts []Option) (config, error) {
 	c := config{drainTimeout: time.Minute, commitEvery: DefaultCommitInterval}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
+	if err := isb.ApplyOptions(&c, "pipeline.Option", opts); err != nil {
+		return c, err
 	}
 	if c.logger == nil {
 		c.logger = zap.NewNop()
 	}
 	if c.drainTimeout < 0 {
-		return c, fmt.Errorf("%w: DrainTimeout must not be negative (got %v)", ErrInvalidOption, c.drainTimeout)
+		return c, &isb.OptionError{Package: "pipeline", Option: "DrainTimeout", Value: c.drainTimeout, Reason: "must not be negative"}
 	}
 	wm, err := c.wm.resolve()
 	if err != nil {

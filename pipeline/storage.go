@@ -145,14 +145,14 @@ func checkStorage(c *config) error {
 		c.storage = Memory()
 	}
 	if c.commitEvery < 0 {
-		return fmt.Errorf("%w: CommitInterval must not be negative (got %v)", ErrInvalidOption, c.commitEvery)
+		return &isb.OptionError{Package: "pipeline", Option: "CommitInterval", Value: c.commitEvery, Reason: "must not be negative"}
 	}
 	if s, ok := c.storage.(*mmapStorage); ok && s.dir == "" {
-		return fmt.Errorf("%w: MMap/WithDataDir needs a directory (got \"\")", ErrInvalidOption)
+		return &isb.OptionError{Package: "pipeline", Option: "MMap/WithDataDir", Value: "", Reason: "needs a directory"}
 	}
 	for t, cd := range c.codecs {
 		if reflect.ValueOf(cd).Kind() == reflect.Invalid {
-			return fmt.Errorf("%w: WithCodec for %v: the codec is nil", ErrInvalidOption, t)
+			return &isb.OptionError{Package: "pipeline", Option: fmt.Sprintf("WithCodec for %v", t), Value: nil, Reason: "the codec must not be nil"}
 		}
 	}
 	return nil
@@ -207,7 +207,7 @@ func openTopic[T any](c *config, spec topicSpec) (*isb.Topic[vertex.Message[T]],
 		}
 		return t, nil
 	}
-	return nil, fmt.Errorf("%w: unknown storage %v", ErrInvalidOption, c.storage)
+	return nil, &isb.OptionError{Package: "pipeline", Option: "storage", Value: c.storage, Reason: "unknown storage"}
 }
 
 // valueCodec is the codec WithCodec set for T, or JSON.

@@ -1,6 +1,9 @@
 package vertex
 
-import "fmt"
+import (
+	"fmt"
+	"github.com/runnel-dev/runnel/isb"
+)
 
 // FullMode says what a writer does when a destination buffer is full.
 type FullMode uint8
@@ -95,10 +98,8 @@ func BufferFull(m FullMode) Option { return func(c *Config) { c.FullMode = m } }
 func NewConfig(opts ...Option) (Config, error) {
 	c := Config{Replicas: 1, BatchSize: DefaultBatchSize, Concurrency: DefaultConcurrency,
 		BufferCapacity: DefaultBufferCapacity}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
+	if err := isb.ApplyOptions(&c, "vertex.Option", opts); err != nil {
+		return c, err
 	}
 	if c.Partitions == 0 {
 		c.Partitions = c.Replicas
@@ -108,7 +109,7 @@ func NewConfig(opts ...Option) (Config, error) {
 	}
 	c.Retry = c.Retry.withDefaults()
 	bad := func(opt string, v any, reason string) (Config, error) {
-		return c, &OptionError{Option: opt, Value: v, Reason: reason}
+		return c, optionError(opt, v, reason)
 	}
 	switch {
 	case c.Replicas < 1:

@@ -2,6 +2,7 @@ package wal
 
 import (
 	"fmt"
+	"github.com/runnel-dev/runnel/isb"
 	"time"
 )
 
@@ -25,9 +26,9 @@ const (
 
 func newConfig(opts []Option) (config, error) {
 	c := config{segmentSize: defaultSegmentSize, compactEvery: defaultCompactEvery, compactMin: -1, maxBatch: defaultMaxBatch}
-	for _, o := range opts {
+	for i, o := range opts {
 		if o == nil {
-			return config{}, fmt.Errorf("%w: nil Option", ErrInvalid)
+			return config{}, isb.NilOption("wal.Option", i, len(opts))
 		}
 		if err := o(&c); err != nil {
 			return config{}, err
@@ -46,7 +47,7 @@ func newConfig(opts []Option) (config, error) {
 func SegmentSize(bytes int) Option {
 	return func(c *config) error {
 		if bytes < minSegmentSize {
-			return fmt.Errorf("%w: SegmentSize %d is below the minimum %d", ErrInvalid, bytes, minSegmentSize)
+			return &isb.OptionError{Package: "wal", Option: "SegmentSize", Value: bytes, Reason: fmt.Sprintf("must be at least %d", minSegmentSize)}
 		}
 		c.segmentSize = bytes
 		return nil
@@ -60,7 +61,7 @@ func SegmentSize(bytes int) Option {
 func CompactEvery(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 {
-			return fmt.Errorf("%w: CompactEvery %v is negative", ErrInvalid, d)
+			return &isb.OptionError{Package: "wal", Option: "CompactEvery", Value: d, Reason: "must not be negative"}
 		}
 		c.compactEvery = d
 		return nil
@@ -75,7 +76,7 @@ func CompactEvery(d time.Duration) Option {
 func CompactAfter(bytes int64) Option {
 	return func(c *config) error {
 		if bytes < 0 {
-			return fmt.Errorf("%w: CompactAfter %d is negative", ErrInvalid, bytes)
+			return &isb.OptionError{Package: "wal", Option: "CompactAfter", Value: bytes, Reason: "must not be negative"}
 		}
 		c.compactMin = bytes
 		return nil
@@ -88,7 +89,7 @@ func CompactAfter(bytes int64) Option {
 func MaxBatchBytes(bytes int) Option {
 	return func(c *config) error {
 		if bytes < 1 {
-			return fmt.Errorf("%w: MaxBatchBytes %d must be at least 1", ErrInvalid, bytes)
+			return &isb.OptionError{Package: "wal", Option: "MaxBatchBytes", Value: bytes, Reason: "must be at least 1"}
 		}
 		c.maxBatch = bytes
 		return nil

@@ -5,7 +5,10 @@
 // survive a crash of the machine.
 //
 //	topic, err := mmap.NewTopic[Order](dataDir, "orders",
-//		[]mmap.Option{mmap.Flush(mmap.Batch(100))}, isb.Partitions(4))
+//		mmap.Topic(isb.Partitions(4)), mmap.Flush(mmap.Batch(100)))
+//
+// One option list configures both: storage options, and the topic's
+// options carried by Topic.
 //
 // # Layout
 //

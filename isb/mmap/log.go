@@ -339,7 +339,7 @@ func (p *partition[T]) Read(offset int64, max int, buf []T) ([]T, error) {
 	}
 	tail := p.tail.Load()
 	if head := p.head.Load(); offset < head || offset >= tail {
-		return nil, fmt.Errorf("%w: partition %d: read at %d, retained [%d, %d)", ErrOutOfRange, p.id, offset, head, tail)
+		return nil, fmt.Errorf("%w: partition %d: read at %d, retained [%d, %d)", isb.ErrOutOfRange, p.id, offset, head, tail)
 	}
 	if max < 1 {
 		return nil, fmt.Errorf("%w: partition %d: read of %d items", ErrReadSize, p.id, max)
@@ -361,7 +361,7 @@ func (p *partition[T]) Read(offset int64, max int, buf []T) ([]T, error) {
 func (p *partition[T]) readLocked(offset int64, max int, buf []T, tail int64) ([]T, error) {
 	i := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].first > offset }) - 1
 	if i < 0 {
-		return nil, fmt.Errorf("%w: partition %d: offset %d was released", ErrOutOfRange, p.id, offset)
+		return nil, fmt.Errorf("%w: partition %d: offset %d was released", isb.ErrOutOfRange, p.id, offset)
 	}
 	seg, end := p.segs[i], tail
 	if i+1 < len(p.segs) {
@@ -400,7 +400,7 @@ func (p *partition[T]) Commit(group string, offset int64) error {
 		return isb.ErrClosed
 	}
 	if tail := p.tail.Load(); offset > tail {
-		return fmt.Errorf("%w: partition %d: commit of group %q at %d, beyond the tail %d", ErrOutOfRange, p.id, group, offset, tail)
+		return fmt.Errorf("%w: partition %d: commit of group %q at %d, beyond the tail %d", isb.ErrOutOfRange, p.id, group, offset, tail)
 	}
 	p.commitMu.Lock()
 	defer p.commitMu.Unlock()

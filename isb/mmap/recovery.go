@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 )
 
 // openPartition opens partition id of the topic, creating it when its
@@ -410,8 +409,8 @@ func (p *partition[T]) resetTail(cur writePos) error {
 	}
 	defer f.Close()
 	size := int64(cur.seg.size)
-	err = unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, int64(cur.pos), size-int64(cur.pos))
-	if errors.Is(err, unix.EOPNOTSUPP) {
+	err = punchHole(f, int64(cur.pos), size-int64(cur.pos))
+	if errors.Is(err, errors.ErrUnsupported) {
 		err = f.Truncate(int64(cur.pos))
 		if err == nil {
 			err = preallocate(f, int64(cur.pos), size-int64(cur.pos))
