@@ -132,6 +132,14 @@ type node struct {
 	outs        []outEdge     // edges out of the node, set by validate
 	check       func() error  // the vertex's own validation (nil function, source options)
 	hasFallback bool          // a sink with a fallback sink
+	// refused is set for a vertex whose name was refused (invalid, or
+	// taken): that error is its one error, and validate skips it and its
+	// edges, so no "unknown edge" or "no output" follows from it.
+	refused bool
+	// dupName is set on the vertex that holds a name another one asked
+	// for: whether it lacks an input or output is unknowable (the edges
+	// meant for it may be the refused vertex's), so validate does not say.
+	dupName bool
 
 	// open creates the node's input buffer (not for sources).
 	open func(c *config, p *Pipeline, n *node) (buffer, error)
@@ -164,8 +172,11 @@ func (p *Pipeline) add(name string, k kind, opts []vertex.Option) *node {
 	n := &node{name: name, kind: k, opts: opts}
 	switch {
 	case !validName(name):
+		n.refused = true
 		p.errs = append(p.errs, &VertexError{Vertex: name, Err: fmt.Errorf("%w: use letters, digits, '-' and '_'", ErrInvalidName)})
 	case p.names[name] != nil:
+		n.refused = true
+		p.names[name].dupName = true
 		p.errs = append(p.errs, &VertexError{Vertex: name, Err: ErrDuplicateName})
 	default:
 		p.names[name] = n
