@@ -1,7 +1,7 @@
 package isb
 
-// Backend is the storage of one topic. isb/memory, isb/mmap and
-// isb/jetstream implement it; [NewTopic] wraps it with routing, consumer
+// Backend is the storage of one topic. isb/memory and isb/mmap implement
+// it; [NewTopic] wraps it with routing, consumer
 // groups, commits, capacity and wake-ups, so a Backend only stores.
 //
 // Offsets in a Log start at 0 and are contiguous: Append of n items at tail t
@@ -57,6 +57,9 @@ type Log[T any] interface {
 	// error matching ErrCorrupt when it is the first one asked for, and ends
 	// a batch before it otherwise; a Read of the offset after it still
 	// returns the records that follow (consumers step past it with Skip).
+	// An offset outside [Head(), Tail()), here and in Commit and Release
+	// past Tail(), is a breach of this contract: every backend reports it
+	// with an error matching ErrOutOfRange.
 	Read(offset int64, max int, buf []T) ([]T, error)
 	// Head is the earliest retained offset.
 	Head() int64

@@ -44,8 +44,11 @@
 // *[TypeError] (a registry lookup with the wrong element type), *[ReadError]
 // and *[PanicError].
 //
-// The storage is a [Backend]: isb/memory (the fast default), isb/mmap
-// (durable, memory-mapped files) and isb/jetstream (remote). Storage
-// packages depend on isb, never the reverse; each offers a constructor that
-// returns a *Topic[T].
+// The storage is a [Backend]: isb/memory (the fast default) and isb/mmap
+// (durable, memory-mapped files); storage shared by processes (NATS
+// JetStream) is planned, not written yet. Storage packages depend on isb,
+// never the reverse; each offers a constructor that returns a *Topic[T].
+// Every storage mode reports an offset it cannot serve or accept with an
+// error matching [ErrOutOfRange], and a bad option with an *[OptionError],
+// the one option error of every runnel package.
 package isb
