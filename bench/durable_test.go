@@ -78,7 +78,8 @@ func rawWrite(b *testing.B, size, batch int) {
 	report(b, start)
 }
 
-// benchRunnelMap is benchRunnel with options for the map vertex.
+// benchRunnelMap runs generator -> map(identity) -> sink(blackhole) for
+// b.N messages in a runnel pipeline with opts, the map with mapOpts.
 func benchRunnelMap(b *testing.B, mapOpts []vertex.Option, opts ...pipeline.Option) {
 	p := pipeline.New("bench", opts...)
 	gen := pipeline.Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }, vertex.Count(int64(b.N))))
