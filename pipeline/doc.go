@@ -60,7 +60,7 @@
 //     A process killed at any moment (SIGKILL included) and started again
 //     on the same directory loses nothing a source was told was delivered;
 //     what was in flight is delivered again (the crash test, 18 SIGKILLs and
-//     6 SIGTERMs of topic source -> map -> sink, saw 0.28% duplicates). By
+//     6 SIGTERMs of topic source -> map -> sink, saw 0.3-2.4% duplicates). By
 //     default a write returns once flushed to disk, so this holds for a
 //     crash of the machine too; MMap(dir, mmap.Flush(mmap.Interval(d)))
 //     makes writes return once in the page cache (which survives the
