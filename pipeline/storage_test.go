@@ -5,7 +5,6 @@ import (
 	"errors"
 	"reflect"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,13 +20,13 @@ func TestStorageOptionsRefused(t *testing.T) {
 		opt  Option
 		want string
 	}{
-		"empty data dir":           {WithDataDir(""), "MMap/WithDataDir needs a directory"},
-		"negative commit interval": {CommitInterval(-time.Second), "CommitInterval must not be negative"},
-		"nil codec":                {WithCodec[int](nil), "WithCodec for int: the codec is nil"},
+		"empty data dir":           {WithDataDir(""), `pipeline: option MMap/WithDataDir: needs a directory (got "")`},
+		"negative commit interval": {CommitInterval(-time.Second), "pipeline: option CommitInterval: must not be negative (got -1s)"},
+		"nil codec":                {WithCodec[int](nil), "pipeline: option WithCodec for int: the codec must not be nil (got <nil>)"},
 	}
 	for name, tc := range cases {
 		_, err := newConfig([]Option{tc.opt})
-		if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), tc.want) {
+		if !errors.Is(err, ErrInvalidOption) || err == nil || err.Error() != tc.want {
 			t.Errorf("%s: err = %v, want ErrInvalidOption saying %q", name, err, tc.want)
 		}
 	}

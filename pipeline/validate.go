@@ -42,7 +42,7 @@ func (p *Pipeline) validate() (config, error) {
 			vertexErr(n, err)
 		}
 		if c.Retry.OnExhausted == vertex.ToFallback && !n.hasFallback {
-			vertexErr(n, &vertex.OptionError{Option: "Retry.OnExhausted", Value: c.Retry.OnExhausted,
+			vertexErr(n, &isb.OptionError{Package: "pipeline", Option: "Retry.OnExhausted", Value: c.Retry.OnExhausted,
 				Reason: "ToFallback needs a sink vertex with a fallback sink (SinkWithFallback)"})
 		}
 		if n.kind != kindSource && len(n.ins) == 0 && !n.dupName {
