@@ -25,8 +25,8 @@ type Topic[T any] struct {
 	shared bool
 	// room wakes producers that wait for storage enforcing its own limits
 	// to have room (see appendWhenRoom); storage changes signal it.
-	room changes
-	scratch sync.Pool     // *batchScratch[T], per-item routing of batches
+	room    changes
+	scratch sync.Pool // *batchScratch[T], per-item routing of batches
 
 	// The round-robin position of an unbounded topic (a bounded one keeps
 	// it in gate): written by every round-robin produce, so it has a cache
