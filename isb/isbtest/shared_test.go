@@ -25,10 +25,12 @@ func sharedTopic(t testing.TB, store *isbtest.SharedStore[isbtest.Item], name st
 	return tp, nil
 }
 
-// The behaviour suite on storage shared by processes.
+// The storage suites on storage shared by processes: every reopen is a
+// new Backend (a new process) on the same store.
 func TestSharedSuite(t *testing.T) {
-	isbtest.Run(t, func(tb testing.TB, name string, opts ...isb.TopicOption) (*isb.Topic[isbtest.Item], error) {
-		return sharedTopic(tb, isbtest.NewSharedStore[isbtest.Item](), name, opts...)
+	isbtest.RunStorage(t, func(testing.TB) isbtest.Storage {
+		store := isbtest.NewSharedStore[isbtest.Item]()
+		return isbtest.Storage{New: func() (isb.Backend[isbtest.Item], error) { return store.Backend(), nil }, Durable: true}
 	})
 }
 
