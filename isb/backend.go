@@ -150,7 +150,9 @@ type Membership interface {
 	// unclaim is called. A partition another open consumer reads (in any
 	// process) is an error matching ErrGroupInUse, and nothing is claimed.
 	// Storage that can tell a crashed process from a live one frees its
-	// claims (for example by a lease); unclaim is called once.
+	// claims (for example by a lease); unclaim is called once, when the
+	// consumer closes, and Backend.Close ends the claims of consumers
+	// still open (Topic.Close does not close them).
 	Claim(group string, partitions []int) (unclaim func() error, err error)
 }
 

@@ -11,26 +11,21 @@ import (
 	"github.com/runnel-dev/runnel/isb/isbtest"
 )
 
+// sharedStorage is store as a Storage: every Backend is a new process.
+func sharedStorage(store *isbtest.SharedStore[isbtest.Item]) isbtest.Storage {
+	return isbtest.Storage{New: func() (isb.Backend[isbtest.Item], error) { return store.Backend(), nil }, Durable: true}
+}
+
 // sharedTopic opens a topic instance (one "process") on store.
 func sharedTopic(t testing.TB, store *isbtest.SharedStore[isbtest.Item], name string, opts ...isb.TopicOption) (*isb.Topic[isbtest.Item], error) {
-	tp, err := isb.NewTopic[isbtest.Item](name, store.Backend(), opts...)
-	if err != nil {
-		return nil, err
-	}
-	t.Cleanup(func() {
-		if err := tp.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return tp, nil
+	return isbtest.TopicFactory(func(testing.TB) isbtest.Storage { return sharedStorage(store) })(t, name, opts...)
 }
 
 // The storage suites on storage shared by processes: every reopen is a
 // new Backend (a new process) on the same store.
 func TestSharedSuite(t *testing.T) {
 	isbtest.RunStorage(t, func(testing.TB) isbtest.Storage {
-		store := isbtest.NewSharedStore[isbtest.Item]()
-		return isbtest.Storage{New: func() (isb.Backend[isbtest.Item], error) { return store.Backend(), nil }, Durable: true}
+		return sharedStorage(isbtest.NewSharedStore[isbtest.Item]())
 	})
 }
 
