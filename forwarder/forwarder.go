@@ -108,15 +108,15 @@ func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode
 			}
 		})
 	}
-	wipCtx, stopWIP := context.WithCancel(hard)
-	var wipWG sync.WaitGroup
+	idleCtx, stopIdle := context.WithCancel(hard)
+	var idleWG sync.WaitGroup
 	// The idle loops run until the replica has drained.
 	if f, ok := cfg.Hooks.Fetcher.(IdleFetcher); ok {
-		wipWG.Go(func() { r.idleLoop(wipCtx, f, cfg.Hooks.idleInterval(), in.Consumer.Assigned()) })
+		idleWG.Go(func() { r.idleLoop(idleCtx, f, cfg.Hooks.idleInterval(), in.Consumer.Assigned()) })
 	}
 	if ip, ok := cfg.Hooks.Publisher.(IdlePublisher); ok && out != nil {
 		w := out()
-		wipWG.Go(func() { w.idleLoop(wipCtx, ip, cfg.Hooks.idleInterval(), failWith(cfg)) })
+		idleWG.Go(func() { w.idleLoop(idleCtx, ip, cfg.Hooks.idleInterval(), failWith(cfg)) })
 	}
 	seed := maphash.MakeSeed()
 	send := func(ch chan []inflight[T], chunk []inflight[T]) bool {
@@ -178,8 +178,8 @@ func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode
 	derr := r.drain()
 	// The idle loops stop before the end of stream is written: no idle
 	// control message follows it.
-	stopWIP()
-	wipWG.Wait()
+	stopIdle()
+	idleWG.Wait()
 	if err != nil {
 		return asProcessError(cfg, err)
 	}
