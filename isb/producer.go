@@ -197,7 +197,8 @@ func (p *Producer[T]) produceBatch(ctx context.Context, items []T, mode admissio
 	t := p.topic
 	if last != nil {
 		if len(last) != t.cfg.partitions {
-			return false, fmt.Errorf("%w: %d offsets for the %d partitions of topic %q", ErrInvalidKey, len(last), t.cfg.partitions, t.name)
+			return false, &OptionError{Option: "ProduceBatchLast offsets", Value: len(last),
+				Reason: fmt.Sprintf("must have one per partition of topic %q (%d)", t.name, t.cfg.partitions)}
 		}
 		for i := range last {
 			last[i] = -1
