@@ -47,7 +47,9 @@ func TestRunMapPanicMidChunk(t *testing.T) {
 	defer stop()
 	cfg := Config{Vertex: "m", Options: opts, Counters: cnt, Fail: func(err error) { t.Error(err) }}
 	done := make(chan error, 1)
-	go func() { done <- RunMap(ctx, ctx, cfg, Input[int]{Consumer: c, Partitions: 1}, []Edge[int]{{To: "out", Topic: out}}, fn) }()
+	go func() {
+		done <- RunMap(ctx, ctx, cfg, Input[int]{Consumer: c, Partitions: 1}, []Edge[int]{{To: "out", Topic: out}}, fn)
+	}()
 	for cnt.Snapshot().Acked < 6 {
 		time.Sleep(time.Millisecond)
 	}
