@@ -119,6 +119,7 @@ func (p *partition[T]) recover() error {
 	p.head.Store(head)
 	p.tail.Store(cur.tail)
 	p.pub.Store(&cur)
+	p.written.Store(&cur)
 	p.durable, p.ckpt = cur, cur
 	if clean && cur.tail == ckptTail {
 		// Closed cleanly: nothing lies past the tail, and opening
