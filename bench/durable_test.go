@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -29,6 +30,11 @@ func BenchmarkDurable(b *testing.B) {
 	b.Run("memory", func(b *testing.B) { benchRunnel(b) })
 	b.Run("mmap-immediate", func(b *testing.B) {
 		benchRunnel(b, pipeline.WithStorage(pipeline.MMap(b.TempDir())), pipeline.WithCodec(rawInt64))
+	})
+	// The map writes each of its Concurrency (4) chunks of a batch on its
+	// own, each a flush under Immediate: one chunk per batch shows the cost.
+	b.Run("mmap-immediate-conc1", func(b *testing.B) {
+		benchRunnelMap(b, []vertex.Option{vertex.Concurrency(1)}, pipeline.WithStorage(pipeline.MMap(b.TempDir())), pipeline.WithCodec(rawInt64))
 	})
 	b.Run("mmap-batch", func(b *testing.B) {
 		benchRunnel(b, pipeline.WithStorage(pipeline.MMap(b.TempDir(), mmap.Flush(mmap.Batch(vertex.DefaultBatchSize)))), pipeline.WithCodec(rawInt64))
@@ -70,4 +76,24 @@ func rawWrite(b *testing.B, size, batch int) {
 		}
 	}
 	report(b, start)
+}
+
+// benchRunnelMap runs generator -> map(identity) -> sink(blackhole) for
+// b.N messages in a runnel pipeline with opts, the map with mapOpts.
+func benchRunnelMap(b *testing.B, mapOpts []vertex.Option, opts ...pipeline.Option) {
+	p := pipeline.New("bench", opts...)
+	gen := pipeline.Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }, vertex.Count(int64(b.N))))
+	mapped := pipeline.Map(p, "identity", gen, identity, mapOpts...)
+	sink := vertex.Blackhole[int64]()
+	pipeline.Sink(p, "sink", mapped, sink)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	if err := p.Run(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	report(b, start)
+	if sink.Count() != int64(b.N) {
+		b.Fatalf("sink got %d, want %d", sink.Count(), b.N)
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/reugn/go-streams/flow"
 
 	"github.com/runnel-dev/runnel/pipeline"
-	"github.com/runnel-dev/runnel/vertex"
 )
 
 // report sets the benchmark's throughput metric: messages per second end
@@ -125,23 +124,7 @@ func BenchmarkPipeline(b *testing.B) {
 
 // benchRunnel runs generator -> map(identity) -> sink(blackhole) for b.N
 // messages in a runnel pipeline with opts.
-func benchRunnel(b *testing.B, opts ...pipeline.Option) {
-	p := pipeline.New("bench", opts...)
-	gen := pipeline.Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }, vertex.Count(int64(b.N))))
-	mapped := pipeline.Map(p, "identity", gen, identity)
-	sink := vertex.Blackhole[int64]()
-	pipeline.Sink(p, "sink", mapped, sink)
-	b.ReportAllocs()
-	b.ResetTimer()
-	start := time.Now()
-	if err := p.Run(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	report(b, start)
-	if sink.Count() != int64(b.N) {
-		b.Fatalf("sink got %d, want %d", sink.Count(), b.N)
-	}
-}
+func benchRunnel(b *testing.B, opts ...pipeline.Option) { benchRunnelMap(b, nil, opts...) }
 
 // countSink is a go-streams sink counting what it receives; unlike
 // extension.IgnoreSink, its AwaitCompletion waits for the last element, so

@@ -45,7 +45,7 @@ func crashDirs(dir string) (input, data, sinkFile string) {
 
 func openCrashInput(dir string) (*isb.Topic[int64], error) {
 	input, _, _ := crashDirs(dir)
-	return mmap.NewTopic[int64](input, "ids", nil, isb.Partitions(crashTopicParts))
+	return mmap.NewTopic[int64](input, "ids", mmap.Topic(isb.Partitions(crashTopicParts)))
 }
 
 // fileSink appends each message's value as a line to a file and fsyncs it

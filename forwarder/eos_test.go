@@ -155,7 +155,7 @@ func testChainEnds(t *testing.T, exhaust bool) {
 	for r := range 2 {
 		wg.Go(func() {
 			cfg := Config{Vertex: "src", Replica: r, Options: opts, Counters: srcCounters[r], Hooks: srcRec[r].hooks()}
-			errs <- RunSource(soft, bound, cfg, src, []Edge[int]{{To: "map", Topic: mid}})
+			errs <- RunSource(bound, soft, cfg, src, []Edge[int]{{To: "map", Topic: mid}})
 		})
 		wg.Go(func() {
 			cfg := Config{Vertex: "map", Replica: r, Options: opts, Counters: &Counters{}, Hooks: mapRec[r].hooks()}

@@ -64,7 +64,7 @@ const (
 )
 
 // runReplica runs one replica of a map or sink vertex: the reader, the
-// workers and the WIP loop, until its input has ended (end of stream from
+// workers and the idle loops, until its input has ended (end of stream from
 // every writer on every partition it reads, and everything read acked:
 // then it ends its own output, see eos.go), stop ends (it stops without
 // ending its output, to be resumed later), or hard ends (the pipeline is
@@ -138,29 +138,18 @@ func runReplicaParts[T any](hard, stop context.Context, cfg Config, in Input[T],
 			}
 		})
 	}
-	wipCtx, stopWIP := context.WithCancel(hard)
-	var wipWG sync.WaitGroup
-	// The idle loops (and the WIP loop) run until the replica has drained.
+	idleCtx, stopIdle := context.WithCancel(hard)
+	var idleWG sync.WaitGroup
+	// The idle loops run until the replica has drained.
 	if f, ok := cfg.Hooks.Fetcher.(IdleFetcher); ok {
-		wipWG.Go(func() { r.idleLoop(wipCtx, f, cfg.Hooks.idleInterval(), in.Consumer.Assigned()) })
+		idleWG.Go(func() { r.idleLoop(idleCtx, f, cfg.Hooks.idleInterval(), in.Consumer.Assigned()) })
 	}
 	if ip, ok := cfg.Hooks.Publisher.(IdlePublisher); ok && out != nil {
 		w := out()
-		wipWG.Go(func() { w.idleLoop(wipCtx, ip, cfg.Hooks.idleInterval(), failWith(cfg)) })
+		idleWG.Go(func() { w.idleLoop(idleCtx, ip, cfg.Hooks.idleInterval(), failWith(cfg)) })
 	}
 	if parts.loop != nil {
-		wipWG.Go(func() { parts.loop(wipCtx) })
-	}
-	if cfg.Hooks.WIP != nil {
-		every := cfg.Hooks.WIPInterval
-		if every <= 0 {
-			every = 5 * time.Second
-		}
-		wipWG.Go(func() {
-			if err := r.wipLoop(wipCtx, cfg.Hooks.WIP, every, in.Consumer.Assigned()); err != nil && cfg.Fail != nil {
-				cfg.Fail(asProcessError(cfg, err))
-			}
-		})
+		idleWG.Go(func() { parts.loop(idleCtx) })
 	}
 	seed := maphash.MakeSeed()
 	send := func(ch chan []inflight[T], chunk []inflight[T]) bool {
@@ -238,8 +227,8 @@ func runReplicaParts[T any](hard, stop context.Context, cfg Config, in Input[T],
 	derr := r.drain()
 	// The idle loops stop before the end of stream is written: no idle
 	// control message follows it.
-	stopWIP()
-	wipWG.Wait()
+	stopIdle()
+	idleWG.Wait()
 	if err != nil {
 		return asProcessError(cfg, err)
 	}

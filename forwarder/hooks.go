@@ -103,22 +103,13 @@ type EndSource interface {
 	End(partition int) time.Time
 }
 
-// WIPMarker tells storage with ack deadlines (JetStream) that in-flight
-// messages are still being processed, so it does not redeliver them.
-type WIPMarker interface {
-	// InProgress is called every Hooks.WIPInterval for each partition with
-	// messages in flight: offsets in [from, to) may still be in flight.
-	InProgress(ctx context.Context, partition int, from, to int64) error
-}
-
-// Hooks are the optional extensions of one replica. Nil fields do nothing
-// and cost nothing.
+// Hooks are the optional extensions of one replica, all about watermarks.
+// Nil fields do nothing and cost nothing. Ack deadlines of storage that
+// redelivers (isb.AckDeadlines) are the isb consumer's concern, not a hook.
 type Hooks struct {
-	Fetcher     WatermarkFetcher
-	Publisher   WatermarkPublisher
-	Source      SourceWatermarker
-	WIP         WIPMarker
-	WIPInterval time.Duration // default 5s when WIP is set
+	Fetcher   WatermarkFetcher
+	Publisher WatermarkPublisher
+	Source    SourceWatermarker
 	// IdleInterval is how often the idle hooks run (IdleFetcher for quiet
 	// input partitions, IdlePublisher for quiet output partitions); default
 	// DefaultIdleInterval when the Fetcher or Publisher implements them.

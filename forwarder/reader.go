@@ -48,13 +48,18 @@ type reader[T any] struct {
 	headWM    atomic.Int64 // newest watermark read, unix ns (0: none)
 	delivered []atomic.Int64
 	pool      sync.Pool // of *batchBuf[T]
-	// Owned by the reader goroutine.
+	// cmu serializes commits (the reader goroutine's before each wait, an
+	// acker's for a drained partition) and guards committed.
+	cmu       sync.Mutex
 	committed []int64
+	// failed ends the reader's waits when an acker's commit failed; err
+	// is that failure (guarded by mu).
+	failed context.CancelFunc
+	err    error
 
-	mu         sync.Mutex // guards the fields below
-	dirty      []bool     // partitions with acks not yet committed
-	anyDirty   bool
-	waitCancel context.CancelFunc // interrupts the reader's wait in progress
+	mu       sync.Mutex // guards the fields below and err
+	dirty    []bool     // partitions with acks not yet committed
+	anyDirty bool
 }
 
 // newReader returns the reader of c, whose buffer has partitions; with
@@ -81,41 +86,33 @@ func newReader[T any](c *isb.PullConsumer[vertex.Message[T]], partitions, writer
 // writer of every partition it reads), stop ends, the consumer is closed or
 // dispatch refuses a batch (the pipeline is failing), handing each batch to
 // dispatch, which owns the batch's permits from then on.
+//
+// Its waits (for permits, for items) are never interrupted to commit: acks
+// of a partition that leaves nothing in flight commit at once from the
+// acking goroutine (a commit does not wait for a blocked Pull), and the
+// other acks are committed here before the next wait.
 func (r *reader[T]) loop(stop context.Context, dispatch func([]inflight[T]) bool) error {
+	ctx, failed := context.WithCancel(stop)
+	defer failed()
+	r.mu.Lock()
+	r.failed = failed
+	r.mu.Unlock()
 	held := 0
 	defer func() { r.release(held) }()
 	for {
 		if err := r.commitDirty(); err != nil {
 			return err
 		}
-		// Both waits (for permits, for items) end early when an ack comes
-		// in, so commits never wait for the next batch.
-		wctx, ok := r.beginWait(stop)
-		if !ok {
-			continue // acks arrived: commit them first
-		}
 		if held == 0 {
-			err := r.sem.Acquire(wctx, int64(r.batch))
-			r.endWait()
-			if err != nil {
-				if stop.Err() != nil {
-					return nil
-				}
-				continue // interrupted by an ack
+			if err := r.sem.Acquire(ctx, int64(r.batch)); err != nil {
+				return r.stopped(stop, err)
 			}
 			held = r.batch
-			continue
+			continue // commit the acks that freed the permits before waiting again
 		}
-		b, err := r.c.Pull(wctx)
-		r.endWait()
+		b, err := r.c.Pull(ctx)
 		if err != nil {
-			switch {
-			case stop.Err() != nil || errors.Is(err, isb.ErrClosed):
-				return nil
-			case errors.Is(err, context.Canceled):
-				continue // interrupted by an ack
-			}
-			return err
+			return r.stopped(stop, err)
 		}
 		items := r.take(b)
 		r.release(held - len(items))
@@ -127,6 +124,22 @@ func (r *reader[T]) loop(stop context.Context, dispatch func([]inflight[T]) bool
 			return nil
 		}
 	}
+}
+
+// stopped is what loop returns when a wait failed with err: the failure of
+// an acker's commit, nothing when stop ended or the consumer closed, err
+// otherwise.
+func (r *reader[T]) stopped(stop context.Context, err error) error {
+	r.mu.Lock()
+	ackErr := r.err
+	r.mu.Unlock()
+	switch {
+	case ackErr != nil:
+		return ackErr
+	case stop.Err() != nil || errors.Is(err, isb.ErrClosed):
+		return nil
+	}
+	return err
 }
 
 // ended reports whether every partition the reader reads has ended.
@@ -178,7 +191,7 @@ func (r *reader[T]) take(b isb.Batch[vertex.Message[T]]) []inflight[T] {
 	r.counters.read.Add(int64(len(items))) // control messages are not data
 	r.counters.enter(len(items))
 	if skipped := len(b.Items) - len(items); skipped > 0 {
-		r.markDirty(b.Partition, false) // the reader commits before it waits
+		r.markDirty(b.Partition) // the reader commits before it waits
 	}
 	return items
 }
@@ -195,39 +208,11 @@ func (r *reader[T]) noteEnd(partition int, m *vertex.Message[T]) {
 	}
 }
 
-// beginWait returns the context of the next wait (for permits or for
-// items), which an ack cancels, or false when acks are waiting to be
-// committed first.
-func (r *reader[T]) beginWait(stop context.Context) (context.Context, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.anyDirty {
-		return nil, false
-	}
-	ctx, cancel := context.WithCancel(stop)
-	r.waitCancel = cancel
-	return ctx, true
-}
-
-func (r *reader[T]) endWait() {
-	r.mu.Lock()
-	if r.waitCancel != nil {
-		r.waitCancel()
-		r.waitCancel = nil
-	}
-	r.mu.Unlock()
-}
-
-// markDirty records that partition has acks to commit and, with wake,
-// interrupts the reader's wait so that it commits them now.
-func (r *reader[T]) markDirty(partition int, wake bool) {
+// markDirty records that partition has acks to commit.
+func (r *reader[T]) markDirty(partition int) {
 	r.mu.Lock()
 	r.dirty[partition] = true
 	r.anyDirty = true
-	if wake && r.waitCancel != nil {
-		r.waitCancel()
-		r.waitCancel = nil
-	}
 	r.mu.Unlock()
 }
 
@@ -248,6 +233,8 @@ func (r *reader[T]) commitDirty() error {
 	}
 	r.anyDirty = false
 	r.mu.Unlock()
+	r.cmu.Lock()
+	defer r.cmu.Unlock()
 	for _, p := range parts {
 		target := r.delivered[p].Load()
 		if lo, ok := r.tr.LowestOffset(p); ok {
@@ -268,13 +255,12 @@ func (r *reader[T]) commitDirty() error {
 // gives their permits back (in that order, so a reader woken by the permits
 // sees the marks).
 //
-// The reader commits marked partitions before each wait. An ack interrupts
-// a wait already in progress only when it leaves its partition with nothing
-// in flight: before that, the commit could not pass the oldest message
-// still in flight anyway, and waking the reader for every chunk would cost
-// a context and a wake-up each. A drained partition must be committed at
-// once, or an upstream waiting for capacity could wait for a reader that
-// waits for it.
+// The reader commits marked partitions before each wait. An ack that
+// leaves its partition with nothing in flight commits at once, from the
+// acking goroutine: a drained partition must be committed now, or an
+// upstream waiting for capacity could wait for a reader that waits for it.
+// Before that, the commit could not pass the oldest message still in
+// flight anyway. A failed commit ends the reader (see loop).
 func (r *reader[T]) ack(items []inflight[T]) {
 	if len(items) == 0 {
 		return
@@ -282,16 +268,37 @@ func (r *reader[T]) ack(items []inflight[T]) {
 	for i := range items {
 		r.tr.Delete(items[i].partition, items[i].offset)
 	}
-	// Marked after every delete: a reader woken by the mark must find the
-	// whole chunk gone. A chunk comes from one batch: one partition.
+	// Marked after every delete: a commit must find the whole chunk gone.
+	// A chunk comes from one batch: one partition.
 	p := items[0].partition
 	_, busy := r.tr.LowestOffset(p)
-	r.markDirty(p, !busy)
+	r.markDirty(p)
+	if !busy {
+		if err := r.commitDirty(); err != nil {
+			r.fail(err)
+		}
+	}
 	n := len(items)
 	r.counters.acked.Add(int64(n))
 	r.counters.inFlight.Add(-int64(n))
 	r.recycle(items)
 	r.release(n)
+}
+
+// fail records the first failure of an acker's commit and ends the
+// reader's wait, so that loop returns it.
+func (r *reader[T]) fail(err error) {
+	if errors.Is(err, isb.ErrClosed) {
+		return // the consumer closed: loop's Pull returns too, and that is no failure
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		r.err = err
+	}
+	if r.failed != nil {
+		r.failed()
+	}
 }
 
 // recycle puts the batch of items back in the pool once every item of it
@@ -385,27 +392,6 @@ func (r *reader[T]) idleLoop(ctx context.Context, f IdleFetcher, every time.Dura
 				continue
 			}
 			r.raiseHead(f.FetchIdle(p, next))
-		}
-	}
-}
-
-// wipLoop reports the in-flight range of each partition every interval
-// until ctx ends.
-func (r *reader[T]) wipLoop(ctx context.Context, wip WIPMarker, every time.Duration, partitions []int) error {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		for _, p := range partitions {
-			if lo, ok := r.tr.LowestOffset(p); ok {
-				if err := wip.InProgress(ctx, p, lo, r.delivered[p].Load()); err != nil && ctx.Err() == nil {
-					return err
-				}
-			}
 		}
 	}
 }

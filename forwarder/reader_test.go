@@ -211,49 +211,24 @@ func TestReaderWatermarkHooks(t *testing.T) {
 	}
 }
 
-type fakeWIP struct {
-	mu    sync.Mutex
-	calls [][3]int64
-}
-
-func (f *fakeWIP) InProgress(_ context.Context, partition int, from, to int64) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, [3]int64{int64(partition), from, to})
-	return nil
-}
-
-func (f *fakeWIP) last() ([3]int64, int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.calls) == 0 {
-		return [3]int64{}, 0
-	}
-	return f.calls[len(f.calls)-1], len(f.calls)
-}
-
-// The WIP loop reports the in-flight range of each partition until stopped.
-func TestWIPLoopReportsInFlightRange(t *testing.T) {
-	f := newFixture(t, 1, 5, 5, values(5), nil)
+// An ack that drains its partition commits from the acking goroutine while
+// the reader is blocked in Pull (a commit does not wait for the Pull, and
+// the reader's wait is not interrupted); the reader then reads on.
+func TestReaderAckCommitsWhilePullBlocked(t *testing.T) {
+	f := newFixture(t, 1, 5, 10, values(5), nil)
 	got := f.take(5)
 	f.r.ack(got[:2])
-	wip := &fakeWIP{}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = f.r.wipLoop(ctx, wip, time.Millisecond, []int{0}) })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if c, n := wip.last(); n > 0 {
-			if c != [3]int64{0, 2, 5} {
-				t.Fatalf("in progress %v, want partition 0 offsets [2, 5)", c)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no InProgress call")
-		}
-		time.Sleep(time.Millisecond)
+	if p := f.topic.Pending("g"); p != 5 {
+		t.Fatalf("pending %d after an ack that leaves offsets 2-4 in flight, want 5", p)
 	}
-	cancel()
-	wg.Wait()
+	f.r.ack(got[2:])
+	if p := f.topic.Pending("g"); p != 0 {
+		t.Fatalf("pending %d when the ack that drained the partition returned, want 0", p)
+	}
+	if err := f.topic.Producer(nil).Produce(context.Background(), msg{ID: "5", Value: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if next := f.take(1); next[0].offset != 5 || next[0].msg.Value != 5 {
+		t.Fatalf("after the commit the reader read offset %d value %d, want 5 and 5", next[0].offset, next[0].msg.Value)
+	}
 }

@@ -12,24 +12,26 @@ import (
 )
 
 // RunSource runs one replica of a source vertex: it reads batches from src
-// until src is exhausted or soft ends, stamps them (event time, watermark,
+// until src is exhausted or stop ends, stamps them (event time, watermark,
 // lateness), writes them to edges and then acks them to src when it is a
-// vertex.Acker. Writes and acks use hard, so a batch read before soft ended
+// vertex.Acker. Writes and acks use hard, so a batch read before stop ended
 // is still delivered. The source partition the watermark hook sees is the
 // replica index; a read that returns no message and no error is an idle
 // read (see IdleSource), so a source that can go quiet should return an
-// empty batch now and then rather than block until data comes.
+// empty batch now and then rather than block until data comes. Its
+// contexts come in the order of every runner (see runReplica): hard, then
+// stop, derived from hard.
 //
 // When src is exhausted (io.EOF) the replica ends its output Final: an
 // end-of-stream message on every partition of every edge, its source
 // partition's watermark watermark.Max, published there (EndSource,
-// EndPublisher); when soft ends first, it ends its output Stopped, so the
+// EndPublisher); when stop ends first, it ends its output Stopped, so the
 // vertices downstream drain and end without claiming a watermark. When hard
 // ends or the source fails, it writes nothing more.
-func RunSource[T any](soft, hard context.Context, cfg Config, src vertex.Source[T], edges []Edge[T]) error {
+func RunSource[T any](hard, stop context.Context, cfg Config, src vertex.Source[T], edges []Edge[T]) error {
 	// The source learns which replica (source partition) reads.
 	id := vertex.Replica{Vertex: cfg.Vertex, Index: cfg.Replica}
-	soft, hard = vertex.WithReplica(soft, id), vertex.WithReplica(hard, id)
+	hard, stop = vertex.WithReplica(hard, id), vertex.WithReplica(stop, id)
 	var wm atomic.Int64 // the source watermark, unix ns
 	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, func() time.Time {
 		if ns := wm.Load(); ns != 0 {
@@ -47,7 +49,7 @@ func RunSource[T any](soft, hard context.Context, cfg Config, src vertex.Source[
 		stopIdle = sync.OnceFunc(func() { cancel(); idleWG.Wait() })
 		defer stopIdle()
 	}
-	kind, err := readSource(soft, hard, cfg, src, w, &wm)
+	kind, err := readSource(hard, stop, cfg, src, w, &wm)
 	if err != nil || kind == 0 {
 		return err
 	}
@@ -65,9 +67,9 @@ func RunSource[T any](soft, hard context.Context, cfg Config, src vertex.Source[
 }
 
 // readSource is RunSource's loop: it reads, stamps, writes and acks until
-// src is exhausted (Final), soft ends (Stopped), hard ends (0, nil) or
+// src is exhausted (Final), stop ends (Stopped), hard ends (0, nil) or
 // something fails (the error).
-func readSource[T any](soft, hard context.Context, cfg Config, src vertex.Source[T], w *Writer[T], wm *atomic.Int64) (EndKind, error) {
+func readSource[T any](hard, stop context.Context, cfg Config, src vertex.Source[T], w *Writer[T], wm *atomic.Int64) (EndKind, error) {
 	buf := &WriteBuffer[T]{}
 	acker, _ := src.(vertex.Acker[T])
 	buffered, _ := src.(vertex.BufferedSource[T])
@@ -86,11 +88,11 @@ func readSource[T any](soft, hard context.Context, cfg Config, src vertex.Source
 		if hard.Err() != nil {
 			return 0, nil
 		}
-		if soft.Err() != nil {
+		if stop.Err() != nil {
 			// A source that never blocks would not notice ctx by itself.
 			return Stopped, nil
 		}
-		msgs, err := guardedRead(soft, src, buffered, readBuf, cfg.Options.BatchSize)
+		msgs, err := guardedRead(stop, src, buffered, readBuf, cfg.Options.BatchSize)
 		// Messages that come with an error (io.EOF, ctx's error, a failure:
 		// ReadInto may return n > 0 with any of them, as io.Reader does) were
 		// taken from the source all the same: they are written and acked
@@ -118,7 +120,7 @@ func readSource[T any](soft, hard context.Context, cfg Config, src vertex.Source
 			switch {
 			case errors.Is(err, io.EOF):
 				return Final, nil
-			case soft.Err() != nil && hard.Err() == nil:
+			case stop.Err() != nil && hard.Err() == nil:
 				return Stopped, nil
 			}
 			return fail(err)

@@ -135,7 +135,7 @@ func TestRunSourceDeliversMessagesReturnedWithAnError(t *testing.T) {
 			if c.cancelled {
 				soft = &cancelAfterFirstErr{Context: context.Background(), after: cancelled}
 			}
-			err := RunSource(soft, context.Background(), cfg, vertex.Source[int](src), []Edge[int]{{To: "out", Topic: out}})
+			err := RunSource(context.Background(), soft, cfg, vertex.Source[int](src), []Edge[int]{{To: "out", Topic: out}})
 			if !errors.Is(err, c.wantErr) || (c.wantErr == nil && err != nil) {
 				t.Fatalf("RunSource = %v; want %v", err, c.wantErr)
 			}

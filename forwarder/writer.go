@@ -37,17 +37,20 @@ type Writer[T any] struct {
 
 type edgeWriter[T any] struct {
 	Edge[T]
-	prod  *isb.Producer[vertex.Message[T]] // appends to the partition the writer picks
+	prod  *isb.Producer[vertex.Message[T]] // appends a batch to the partition the writer picks
 	parts int
-	byKey isb.Router[vertex.Message[T]]
-	next  atomic.Uint64 // round-robin position
+	// byKey routes each message by its keys (ByKey edges): the isb routes,
+	// and reports the last offset it wrote to each partition.
+	byKey *isb.Producer[vertex.Message[T]]
+	next  atomic.Uint64 // the partition of the next unkeyed batch
 }
 
 // WriteBuffer is one goroutine's scratch space for Writer.Write, reused
 // across calls so that writing allocates nothing.
 type WriteBuffer[T any] struct {
-	sel   []vertex.Message[T]   // messages the edge carries
-	parts [][]vertex.Message[T] // per partition, keyed routing
+	sel  []vertex.Message[T] // messages the edge carries
+	last []int64             // per partition, the last offset of a keyed write
+	one  []int64             // the same, for one message of a DiscardLatest retry
 }
 
 // NewWriter returns a writer to edges. wm gives the replica's watermark for
@@ -58,13 +61,15 @@ func NewWriter[T any](edges []Edge[T], counters *Counters, pub WatermarkPublishe
 		ew := &w.edges[i]
 		ew.Edge = e
 		w.anyCond = w.anyCond || e.When != nil
-		// The writer routes itself and appends with ProduceTo, so that it
-		// knows which partitions it wrote and the offset of each write (the
-		// watermark publisher needs both).
+		// An unkeyed batch goes to one partition, the next in turn, with
+		// ProduceTo; a keyed one is routed per message by the isb, whose
+		// ProduceBatchLast says where each partition's last message went.
+		// Either way the writer knows which partitions it wrote and the
+		// offset of each write (the watermark publisher needs both).
 		ew.prod = e.Topic.Producer(nil)
 		ew.parts = e.Topic.Partitions()
-		if e.ByKey {
-			ew.byKey = isb.ByString(joinKeys[T])
+		if e.ByKey && ew.parts > 1 {
+			ew.byKey = e.Topic.Producer(isb.ByString(joinKeys[T]))
 		}
 	}
 	return w
@@ -166,37 +171,14 @@ func (w *Writer[T]) countUnrouted(msgs []vertex.Message[T]) int {
 }
 
 func (w *Writer[T]) writeEdge(ctx context.Context, e *edgeWriter[T], sel []vertex.Message[T], buf *WriteBuffer[T]) error {
-	n := e.parts
-	if e.byKey == nil || n == 1 {
-		p := 0
-		if n > 1 {
-			p = int(e.next.Add(1) % uint64(n))
-		}
-		return w.produce(ctx, e, p, sel)
+	if e.byKey != nil {
+		return w.produceKeyed(ctx, e, sel, buf)
 	}
-	if len(buf.parts) < n {
-		buf.parts = make([][]vertex.Message[T], n)
+	p := 0
+	if e.parts > 1 {
+		p = int(e.next.Add(1) % uint64(e.parts))
 	}
-	for p := range n {
-		buf.parts[p] = buf.parts[p][:0]
-	}
-	for k := range sel {
-		p, err := e.byKey.Route(sel[k], n, 0)
-		if err != nil {
-			return err
-		}
-		buf.parts[p] = append(buf.parts[p], sel[k])
-	}
-	for p := range n {
-		if len(buf.parts[p]) == 0 {
-			continue
-		}
-		if err := w.produce(ctx, e, p, buf.parts[p]); err != nil {
-			return err
-		}
-		clear(buf.parts[p])
-	}
-	return nil
+	return w.produce(ctx, e, p, sel)
 }
 
 // produce appends items to partition p of e, waiting for room or
@@ -223,20 +205,78 @@ func (w *Writer[T]) produce(ctx context.Context, e *edgeWriter[T], p int, items 
 				last = l
 				written++
 			}
-			w.counters.dropped.Add(int64(len(items) - written))
 		}
 	} else if last, err = e.prod.ProduceTo(ctx, p, items); err != nil {
 		return err
 	}
-	w.counters.written.Add(int64(written))
-	if w.pub != nil && written > 0 {
-		var wm time.Time
-		if w.wm != nil {
-			wm = w.wm()
-		}
-		w.pub.Publish(e.To, p, last, wm)
+	w.wrote(len(items), written)
+	if written > 0 {
+		w.publish(e, p, last)
 	}
 	return nil
+}
+
+// produceKeyed appends items to e routed by their keys, waiting for room
+// or discarding what does not fit, as e.Full says.
+func (w *Writer[T]) produceKeyed(ctx context.Context, e *edgeWriter[T], items []vertex.Message[T], buf *WriteBuffer[T]) error {
+	if len(buf.last) != e.parts {
+		buf.last = make([]int64, e.parts)
+		buf.one = make([]int64, e.parts)
+	}
+	last, written := buf.last, len(items)
+	if e.Full == vertex.DiscardLatest {
+		ok, err := e.byKey.TryProduceBatchLast(ctx, items, last)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			// Keep what fits, in order, and discard the latest rest.
+			written = 0
+			for k := range items {
+				ok, err := e.byKey.TryProduceBatchLast(ctx, items[k:k+1], buf.one)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					break
+				}
+				for p, l := range buf.one {
+					last[p] = max(last[p], l)
+				}
+				written++
+			}
+		}
+	} else if err := e.byKey.ProduceBatchLast(ctx, items, last); err != nil {
+		return err
+	}
+	w.wrote(len(items), written)
+	for p, l := range last {
+		if l >= 0 {
+			w.publish(e, p, l)
+		}
+	}
+	return nil
+}
+
+// wrote counts written of n messages as written and the rest as dropped.
+func (w *Writer[T]) wrote(n, written int) {
+	w.counters.written.Add(int64(written))
+	if n > written {
+		w.counters.dropped.Add(int64(n - written))
+	}
+}
+
+// publish tells the watermark publisher that partition p of e was written
+// up to offset last.
+func (w *Writer[T]) publish(e *edgeWriter[T], p int, last int64) {
+	if w.pub == nil {
+		return
+	}
+	var wm time.Time
+	if w.wm != nil {
+		wm = w.wm()
+	}
+	w.pub.Publish(e.To, p, last, wm)
 }
 
 // WriteControl appends one control message (tagged ControlTag, which

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -264,4 +265,47 @@ func splitEnd(t *testing.T, ms []msg) (data []msg, end endMsg) {
 		end = endMsg{proc, kind}
 	}
 	return data, end
+}
+
+// A keyed write is routed by the isb: the publisher is told, for each
+// partition the write reached, the offset of its last message there; under
+// DiscardLatest the messages that fit are kept in order and the rest
+// dropped, and the publisher learns only what was kept.
+func TestWriterKeyedPublishesPerPartition(t *testing.T) {
+	keyed := newTopic(t, "keyed", isb.Partitions(2), isb.Capacity(5))
+	route := isb.ByString(joinKeys[int])
+	c, pub := &Counters{}, &fakePublisher{}
+	w := NewWriter([]Edge[int]{{To: "keyed", Topic: keyed, ByKey: true, Full: vertex.DiscardLatest}}, c, pub, func() time.Time { return time.Unix(7, 0) })
+	var in []msg
+	want := map[int][]string{}
+	for i := range 8 {
+		m := msg{ID: strconv.Itoa(i), Keys: []string{"k" + strconv.Itoa(i)}, Value: i}
+		in = append(in, m)
+		if i < 5 { // the capacity: the first 5 are kept
+			p, err := route.Route(m, 2, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[p] = append(want[p], m.ID)
+		}
+	}
+	if len(want[0]) == 0 || len(want[1]) == 0 {
+		t.Fatalf("keys k0-k4 all route to one partition (%v): the test needs both", want)
+	}
+	if err := w.Write(context.Background(), in, &WriteBuffer[int]{}); err != nil {
+		t.Fatal(err)
+	}
+	got := drain(t, keyed)
+	for p := range 2 {
+		if ids := ids(got[p]); !slices.Equal(ids, want[p]) {
+			t.Errorf("partition %d holds %v, want %v", p, ids, want[p])
+		}
+	}
+	if s := c.Snapshot(); s.Written != 5 || s.Dropped != 3 {
+		t.Errorf("written %d dropped %d, want 5 and 3", s.Written, s.Dropped)
+	}
+	wantCalls := []pubCall{{"keyed", 0, int64(len(want[0]) - 1), 7}, {"keyed", 1, int64(len(want[1]) - 1), 7}}
+	if !slices.Equal(pub.calls, wantCalls) {
+		t.Errorf("publisher calls %v, want %v", pub.calls, wantCalls)
+	}
 }

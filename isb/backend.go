@@ -1,7 +1,10 @@
 package isb
 
-// Backend is the storage of one topic. isb/memory, isb/mmap and
-// isb/jetstream implement it; [NewTopic] wraps it with routing, consumer
+import "time"
+
+// Backend is the storage of one topic. isb/memory and isb/mmap implement
+// it for storage one process owns (a storage shared by processes adds the
+// optional interfaces described under Watched); [NewTopic] wraps it with routing, consumer
 // groups, commits, capacity and wake-ups, so a Backend only stores.
 //
 // Offsets in a Log start at 0 and are contiguous: Append of n items at tail t
@@ -57,6 +60,9 @@ type Log[T any] interface {
 	// error matching ErrCorrupt when it is the first one asked for, and ends
 	// a batch before it otherwise; a Read of the offset after it still
 	// returns the records that follow (consumers step past it with Skip).
+	// An offset outside [Head(), Tail()), here and in Commit and Release
+	// past Tail(), is a breach of this contract: every backend reports it
+	// with an error matching ErrOutOfRange.
 	Read(offset int64, max int, buf []T) ([]T, error)
 	// Head is the earliest retained offset.
 	Head() int64
@@ -93,4 +99,73 @@ type ConcurrentLog[T any] interface {
 	// before Backend.Close, so that no append runs while storage closes; a
 	// second call does nothing.
 	Seal()
+}
+
+// Storage shared by processes.
+//
+// A Backend that several processes open at once (a remote log such as a
+// JetStream stream per partition) brings what the topic cannot know from
+// its own calls, as optional interfaces that NewTopic detects once:
+//
+//   - waiting: a Log that is also a [Watched] reports changes made by any
+//     process, and they wake blocked Pulls and producers waiting for room
+//     through the same waiters as this process's own appends (no second
+//     wait path in Pull, no cost on the produce path);
+//   - capacity: a Log that enforces its own limits fails Append with an
+//     error matching [ErrFull], having stored nothing. FullWait producers
+//     then wait for the storage's next change (or, without Watched, poll)
+//     and retry; FullFail producers return ErrFull; TryProduce reports
+//     false. The topic's own Capacity option counts only this process and
+//     is usually left unset on such storage;
+//   - membership: a Backend that is also a [Membership] keeps which
+//     partitions of a group an open consumer reads, across processes, so
+//     [Topic.JoinGroup] can open member i of n of a group in each process.
+//     Commits are kept by the storage in every mode (Log.Commit and
+//     Committed); on shared storage the topic reads a group's commits
+//     again whenever a member joins;
+//   - ack deadlines: a Log that is also an [AckDeadlines] redelivers what
+//     is not committed within its ack wait. The consumer keeps what it was
+//     delivered and has not committed in progress (a goroutine per
+//     consumer, only for such storage), so callers above the isb (the
+//     forwarder) never deal with deadlines.
+//
+// Why optional interfaces rather than a second Backend type: every one of
+// them refines one call the topic already makes (Tail, Append, the
+// consumer's partitions, the delivered range), so memory and mmap storage
+// pay nothing, and a backend implements only what its storage does.
+// isbtest.Shared is a test backend that implements all four and runs the
+// behaviour suite.
+
+// Watched is implemented by a Log whose storage other processes change.
+type Watched interface {
+	// Watch is called once, by NewTopic, before any other call but Open.
+	// Storage calls wake after every change of its Tail or of a commit,
+	// by any process (this one included), once the change is visible to
+	// Tail and Committed. wake never blocks and is safe to call from any
+	// goroutine; storage stops calling it when the Backend is closed.
+	Watch(wake func())
+}
+
+// Membership is implemented by a Backend that keeps, across the processes
+// that share it, which partitions of a group an open consumer reads.
+type Membership interface {
+	// Claim makes the caller the only reader of partitions of group until
+	// unclaim is called. A partition another open consumer reads (in any
+	// process) is an error matching ErrGroupInUse, and nothing is claimed.
+	// Storage that can tell a crashed process from a live one frees its
+	// claims (for example by a lease); unclaim is called once, when the
+	// consumer closes, and Backend.Close ends the claims of consumers
+	// still open (Topic.Close does not close them).
+	Claim(group string, partitions []int) (unclaim func() error, err error)
+}
+
+// AckDeadlines is implemented by a Log that redelivers items a group does
+// not commit within a deadline (JetStream's AckWait).
+type AckDeadlines interface {
+	// AckWait is the deadline. The consumer reports its delivered,
+	// uncommitted range at least twice per AckWait.
+	AckWait() time.Duration
+	// InProgress restarts the deadline of group's items in [from, to):
+	// delivered to a consumer and not committed yet.
+	InProgress(group string, from, to int64) error
 }

@@ -16,18 +16,20 @@ import (
 var testHookBeforeArm func()
 
 // PullConsumer reads the partitions assigned to it within its group. One
-// goroutine at a time may call Pull, Commit and CommitTo; Close may be
-// called from any goroutine.
+// goroutine at a time may call Pull and Skip. Commit and CommitTo may be
+// called from another goroutine, also while a Pull waits for data: a
+// blocked Pull holds no lock, so a commit never waits for new data. Close
+// may be called from any goroutine.
 type PullConsumer[T any] struct {
 	topic *Topic[T]
 	group *group
 	cfg   consumerConfig
 
-	// mu is held by Pull, Commit and CommitTo, so Close can wait for the
-	// one in flight: after Close returns this consumer never commits again,
-	// and the group may get a new consumer. Topic.Close waits for it too
-	// before it closes storage, which is why reads and commits take no
-	// topic-wide lock.
+	// mu is held by Pull (except while it waits for data), Commit, CommitTo
+	// and Skip, so Close can wait for the one in flight: after Close
+	// returns this consumer never commits again, and the group may get a
+	// new consumer. Topic.Close waits for it too before it closes storage,
+	// which is why reads and commits take no topic-wide lock.
 	mu        sync.Mutex
 	first     int     // assigned partitions are first..first+len(next)-1
 	next      []int64 // per assigned partition: the delivered end (next offset to read)
@@ -45,10 +47,18 @@ type PullConsumer[T any] struct {
 
 	skipped atomic.Int64 // damaged records stepped past by Skip
 
+	// unclaim gives the consumer's partitions back to storage shared by
+	// processes (Membership); nil otherwise.
+	unclaim func() error
+	// upkeep is the consumer's ack-deadline goroutine (see deadlines.go);
+	// nil when no partition's storage has deadlines.
+	upkeep *upkeep
+
 	wake      chan struct{} // capacity 1: a producer's token for a waiting Pull (see waiters)
 	closed    atomic.Bool
 	done      chan struct{} // closed by Close: wakes a blocked Pull
 	closeOnce sync.Once
+	closeErr  error
 }
 
 // PullConsumers creates n consumers for group, splitting the partitions
@@ -62,55 +72,135 @@ type PullConsumer[T any] struct {
 // ErrGroupInUse; once they are all closed the group can be opened again and
 // resumes from its commits.
 func (t *Topic[T]) PullConsumers(group string, n int, opts ...ConsumerOption) ([]*PullConsumer[T], error) {
+	cfg, err := t.consumerConfig(group, n, opts)
+	if err != nil {
+		return nil, err
+	}
+	g, err := t.join(group, 0, t.cfg.partitions, n)
+	if err != nil {
+		return nil, err
+	}
+	cs := make([]*PullConsumer[T], n)
+	for i := range cs {
+		first, count := memberRange(t.cfg.partitions, n, i)
+		if cs[i], err = t.newConsumer(g, cfg, first, count); err != nil {
+			for _, c := range cs[:i] {
+				c.Close()
+			}
+			t.abandon(g, first, t.cfg.partitions-first, n-i)
+			return nil, err
+		}
+	}
+	return cs, nil
+}
+
+// JoinGroup creates consumer member of members of group from this process:
+// it reads the partitions that PullConsumers(group, members) gives its
+// consumer number member, and the other members may run in other processes
+// on storage shared by processes (or in this one). A group that is new
+// starts at the earliest retained item; a known one resumes from the
+// commits storage holds for the member's partitions.
+//
+// members must be between 1 and the partition count, and member between 0
+// and members-1 (an *OptionError otherwise). A partition of the member that
+// an open consumer reads already, here or (storage with Membership) in
+// another process, is ErrGroupInUse.
+func (t *Topic[T]) JoinGroup(group string, member, members int, opts ...ConsumerOption) (*PullConsumer[T], error) {
+	cfg, err := t.consumerConfig(group, members, opts)
+	if err != nil {
+		return nil, err
+	}
+	if member < 0 || member >= members {
+		return nil, &OptionError{Option: "member", Value: fmt.Sprint(member), Reason: fmt.Sprintf("must be between 0 and %d (members %d)", members-1, members)}
+	}
+	first, count := memberRange(t.cfg.partitions, members, member)
+	g, err := t.join(group, first, count, 1)
+	if err != nil {
+		return nil, err
+	}
+	c, err := t.newConsumer(g, cfg, first, count)
+	if err != nil {
+		t.abandon(g, first, count, 1)
+		return nil, err
+	}
+	return c, nil
+}
+
+// consumerConfig validates what PullConsumers and JoinGroup share: the
+// group name, the number of consumers (or members) n and the options.
+func (t *Topic[T]) consumerConfig(group string, n int, opts []ConsumerOption) (consumerConfig, error) {
 	if group == "" {
-		return nil, &OptionError{Option: "group name", Value: group, Reason: "must not be empty"}
+		return consumerConfig{}, &OptionError{Option: "group name", Value: group, Reason: "must not be empty"}
 	}
 	P := t.cfg.partitions
 	if n < 1 || n > P {
-		return nil, consumersError(n, P)
+		return consumerConfig{}, consumersError(n, P)
 	}
-	cfg, err := newConsumerConfig(P, opts)
-	if err != nil {
-		return nil, err
+	return newConsumerConfig(P, opts)
+}
+
+// memberRange is the partitions of consumer i of n over P partitions:
+// first..first+count-1, P/n each and one more for the first P mod n.
+func memberRange(P, n, i int) (first, count int) {
+	return i*(P/n) + min(i, P%n), P/n + btoi(i < P%n)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
 	}
-	g, err := t.join(group, n)
-	if err != nil {
-		return nil, err
+	return 0
+}
+
+// abandon undoes join for consumers that were not created: their
+// partitions first..first+count-1 are free again.
+func (t *Topic[T]) abandon(g *group, first, count, consumers int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	g.running -= consumers
+	g.claim(first, count, false)
+}
+
+// newConsumer creates the consumer of g reading partitions
+// first..first+count-1 from the group's commits, after claiming them in
+// storage shared by processes (Membership).
+func (t *Topic[T]) newConsumer(g *group, cfg consumerConfig, first, count int) (*PullConsumer[T], error) {
+	c := &PullConsumer[T]{
+		topic:     t,
+		group:     g,
+		cfg:       cfg,
+		first:     first,
+		next:      make([]int64, count),
+		committed: make([]int64, count),
+		damaged:   make([]int64, count),
+		last:      count - 1, // the first Pull starts at the first partition
+		buf:       make([]T, cfg.batchSize),
+		wake:      make(chan struct{}, 1),
+		done:      make(chan struct{}),
+	}
+	if m, ok := t.backend.(Membership); ok {
+		parts := make([]int, count)
+		for j := range parts {
+			parts[j] = first + j
+		}
+		unclaim, err := m.Claim(g.name, parts)
+		if err != nil {
+			return nil, fmt.Errorf("isb: topic %q: group %q claims partitions %d to %d: %w", t.name, g.name, first, first+count-1, err)
+		}
+		c.unclaim = unclaim
 	}
 	t.mu.Lock() // consumers is guarded by mu, the group's commits by every cmu
 	defer t.mu.Unlock()
 	t.lockCommits()
 	defer t.unlockCommits()
-	cs := make([]*PullConsumer[T], n)
-	first := 0
-	for i := range cs {
-		count := P / n
-		if i < P%n {
-			count++
-		}
-		c := &PullConsumer[T]{
-			topic:     t,
-			group:     g,
-			cfg:       cfg,
-			first:     first,
-			next:      make([]int64, count),
-			committed: make([]int64, count),
-			damaged:   make([]int64, count),
-			last:      count - 1, // the first Pull starts at the first partition
-			buf:       make([]T, cfg.batchSize),
-			wake:      make(chan struct{}, 1),
-			done:      make(chan struct{}),
-		}
-		for j := range count {
-			c.committed[j] = g.commits[first+j]
-			c.next[j] = c.committed[j]
-			c.damaged[j] = -1
-		}
-		cs[i] = c
-		t.consumers[c] = struct{}{}
-		first += count
+	for j := range count {
+		c.committed[j] = g.commits[first+j]
+		c.next[j] = c.committed[j]
+		c.damaged[j] = -1
 	}
-	return cs, nil
+	t.consumers[c] = struct{}{}
+	c.startUpkeep()
+	return c, nil
 }
 
 // PullConsumer creates the single consumer of group, owning every partition.
@@ -180,17 +270,28 @@ func (c *PullConsumer[T]) Pull(ctx context.Context) (Batch[T], error) {
 			c.disarm()
 			return b, err
 		}
+		// Wait without mu, so that Commit and CommitTo of this consumer
+		// (acks of earlier batches) go through while Pull is blocked: a
+		// commit never waits for data to arrive. Nothing of the consumer's
+		// reading state changes meanwhile (only Pull moves it), and Close
+		// still waits for whatever holds mu before storage closes: Pull
+		// checks closed again once it holds mu.
+		c.mu.Unlock()
 		select {
 		case <-c.wake:
-			c.disarm()
 		case <-ctx.Done():
-			c.disarm()
-			return Batch[T]{}, ctx.Err()
+			err = ctx.Err()
 		case <-c.done:
-			c.disarm()
-			return Batch[T]{}, ErrClosed
+			err = ErrClosed
 		case <-t.done:
-			c.disarm()
+			err = ErrClosed
+		}
+		c.mu.Lock()
+		c.disarm()
+		if err != nil {
+			return Batch[T]{}, err
+		}
+		if c.closed.Load() || t.closed.Load() {
 			return Batch[T]{}, ErrClosed
 		}
 	}
@@ -353,15 +454,23 @@ func (c *PullConsumer[T]) Skip(partition int) (int64, error) {
 // Skipped returns how many damaged records Skip stepped past.
 func (c *PullConsumer[T]) Skipped() int64 { return c.skipped.Load() }
 
-// Close releases the consumer's partitions (the group may be consumed again)
-// and wakes a blocked Pull with ErrClosed. It does not commit. Idempotent.
+// Close releases the consumer's partitions (the group may be consumed again,
+// in this process or another) and wakes a blocked Pull with ErrClosed. It
+// does not commit. Idempotent: every call returns the result of the first
+// (an error only when storage shared by processes fails to take the
+// partitions back).
 func (c *PullConsumer[T]) Close() error {
 	c.closeOnce.Do(func() {
+		// 1. Mark closed and wake a blocked Pull, which then releases mu.
 		c.closed.Store(true)
-		close(c.done) // wake a blocked Pull, which then releases mu
-		c.mu.Lock()   // wait for the Pull or commit in flight
-		c.topic.leave(c.group, c)
+		close(c.done)
+		// 2. Stop the ack-deadline upkeep: nothing is in progress any more.
+		c.upkeep.stop()
+		// 3. Wait for the Pull or commit in flight, then give the
+		// partitions back.
+		c.mu.Lock()
+		c.closeErr = c.topic.leave(c.group, c)
 		c.mu.Unlock()
 	})
-	return nil
+	return c.closeErr
 }

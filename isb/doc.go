@@ -16,7 +16,9 @@
 // of one partition. Progress is committed automatically on the next Pull, or
 // manually with Commit (the last batch) and CommitTo (everything below an
 // offset). Commits are idempotent, never move backwards and never pass what
-// was delivered. A new group starts at the earliest retained item
+// was delivered, and never wait for data: a Pull blocked on empty
+// partitions holds no lock, so another goroutine commits earlier batches
+// of the same consumer meanwhile. A new group starts at the earliest retained item
 // ([Topic.Earliest]). A [PushConsumer] calls a handler with batches from N
 // goroutines; a handler panic becomes a *[PanicError].
 //
@@ -44,8 +46,22 @@
 // *[TypeError] (a registry lookup with the wrong element type), *[ReadError]
 // and *[PanicError].
 //
-// The storage is a [Backend]: isb/memory (the fast default), isb/mmap
-// (durable, memory-mapped files) and isb/jetstream (remote). Storage
+// The storage is a [Backend]: isb/memory (the fast default) and isb/mmap
+// (durable, memory-mapped files), both owned by one process. Storage
 // packages depend on isb, never the reverse; each offers a constructor that
-// returns a *Topic[T].
+// returns a *Topic[T]. Storage shared by processes (a remote log) plugs in
+// the same way and brings what one process cannot see, as optional
+// interfaces the topic detects: [Watched] (changes by other processes wake
+// blocked Pulls and producers), ErrFull from Append (limits the storage
+// enforces), [Membership] (with [Topic.JoinGroup], member i of n of a
+// group runs in each process) and [AckDeadlines] (the consumer keeps its
+// delivered, uncommitted items in progress). Commits are kept by the
+// storage in every mode. isb/isbtest holds the suites every storage passes
+// (Log contract, behaviour, restart) and SharedStore, a test storage shared
+// by topic instances that implements all of these.
+//
+// Every storage mode reports an offset it cannot serve or accept with an
+// error matching [ErrOutOfRange], and a bad option with an *[OptionError],
+// the one option error of every runnel package. NATS JetStream as shared
+// storage is planned, not written yet.
 package isb

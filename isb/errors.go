@@ -16,8 +16,15 @@ var (
 	ErrFull = errors.New("isb: topic is full")
 	// ErrClosed is returned by calls on a closed topic, producer or consumer.
 	ErrClosed = errors.New("isb: closed")
-	// ErrInvalidOption is matched by every *OptionError.
-	ErrInvalidOption = errors.New("isb: invalid option")
+	// ErrInvalidOption is matched by every *OptionError: the option errors
+	// of every runnel package (isb and its storage modes, vertex, pipeline,
+	// wal, watermark and its stores), so one errors.Is test serves all.
+	ErrInvalidOption = errors.New("runnel: invalid option")
+	// ErrOutOfRange is wrapped by every storage mode's error for an offset
+	// a Backend cannot serve or accept: a Read outside [Head, Tail), a
+	// Commit or Release past Tail. The isb never makes such a call; a
+	// backend returning it reports a breach of the Backend contract.
+	ErrOutOfRange = errors.New("isb: offset out of range")
 	// ErrInvalidKey is returned when a routing key cannot be mapped to a
 	// partition (NaN, an infinity, a fraction, or a selector result out of range).
 	ErrInvalidKey = errors.New("isb: invalid routing key")
@@ -90,21 +97,36 @@ func (e *PanicError) Unwrap() error {
 	return err
 }
 
-// OptionError reports an option that failed validation. It names the option.
+// OptionError reports an option that failed validation, naming it. It is
+// the one option error of runnel: every package that validates options
+// (isb, isb/memory, isb/mmap, vertex, pipeline, wal, watermark,
+// watermark/jskv) returns it, so errors.As(err, &oe) and
+// errors.Is(err, ErrInvalidOption) work whichever package refused.
+//
+// It lives in isb because isb is the lowest package of runnel's own: it
+// imports nothing of runnel, and every package that has options already
+// depends on it or may (dependencies point down to isb), so no package has
+// to be added for two declarations, and no storage mode, vertex or
+// pipeline error needs translating.
 type OptionError struct {
-	Option string // e.g. "Partitions"
-	Value  any    // the rejected value
-	Reason string // e.g. "must be at least 1"
+	Package string // the package that refused, e.g. "vertex"; "" is "isb"
+	Option  string // e.g. "Partitions"
+	Value   any    // the rejected value
+	Reason  string // e.g. "must be at least 1"
 }
 
-// Error names the option, the reason and the rejected value.
+// Error names the package, the option, the reason and the rejected value.
 func (e *OptionError) Error() string {
 	v := e.Value
 	if s, ok := v.(string); ok {
 		// Quote strings so an empty or odd name is visible in the message.
 		v = strconv.Quote(s)
 	}
-	return fmt.Sprintf("isb: option %s: %s (got %v)", e.Option, e.Reason, v)
+	pkg := e.Package
+	if pkg == "" {
+		pkg = "isb"
+	}
+	return fmt.Sprintf("%s: option %s: %s (got %v)", pkg, e.Option, e.Reason, v)
 }
 
 // Is makes errors.Is(err, ErrInvalidOption) true.

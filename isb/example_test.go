@@ -178,7 +178,7 @@ func ExampleTopic_PullConsumers() {
 	// Output:
 	// consumer 0 owns [0 1 2]
 	// consumer 1 owns [3 4]
-	// isb: consumer group already has consumers: group "workers" of topic "jobs"
+	// isb: consumer group already has consumers: group "workers" of topic "jobs" (partition 0 is read by an open consumer)
 	// isb: option Consumers: must be between 1 and the partition count 5 (got 6)
 }
 

@@ -14,6 +14,10 @@ type group struct {
 	name    string
 	commits []int64 // per partition; commits[p] guarded by partition p's cmu; never decreases
 	running int     // open consumers; guarded by Topic.mu
+	// claimed[p] is set while an open consumer of this process reads
+	// partition p; guarded by Topic.mu. Storage shared by processes keeps
+	// the same claims across processes (Membership).
+	claimed []bool
 }
 
 // recoverGroups loads the groups the backend holds and sets every partition's
@@ -21,7 +25,7 @@ type group struct {
 // It runs in NewTopic, before the topic is shared.
 func (t *Topic[T]) recoverGroups() (used int64) {
 	for _, name := range t.backend.Groups() {
-		g := &group{name: name, commits: make([]int64, len(t.parts))}
+		g := &group{name: name, commits: make([]int64, len(t.parts)), claimed: make([]bool, len(t.parts))}
 		for p, pt := range t.parts {
 			off, ok := pt.log.Committed(name)
 			// Clamp into what the storage holds: a commit below the head was
@@ -49,15 +53,20 @@ func (t *Topic[T]) recoverGroups() (used int64) {
 	return used
 }
 
-// join opens group for n new consumers, creating it if needed. A new group
-// starts at the earliest retained item, the head of each partition (as in
-// BufferQueue), and its start is committed to storage, so durable storage
-// knows the group from now on. Items below the other groups' minimum commit
-// were released from capacity; the new group holds them again, so the
-// capacity in use stays the items not committed by every group (producers
-// may wait until the new group commits). A group that has running
-// consumers is ErrGroupInUse.
-func (t *Topic[T]) join(name string, n int) (*group, error) {
+// join opens group for consumers new consumers that together read
+// partitions first..first+count-1, creating the group if needed. A new
+// group starts at the earliest retained item, the head of each partition
+// (as in BufferQueue), and its start is committed to storage, so durable
+// storage knows the group from now on. Items below the other groups'
+// minimum commit were released from capacity; the new group holds them
+// again, so the capacity in use stays the items not committed by every
+// group (producers may wait until the new group commits). A partition that
+// an open consumer of the group reads already is ErrGroupInUse.
+//
+// On storage shared by processes (see Shared) a known group's commits of
+// the joined partitions are read again from storage: another process may
+// have moved them since this topic last looked.
+func (t *Topic[T]) join(name string, first, count, consumers int) (*group, error) {
 	t.io.RLock()
 	defer t.io.RUnlock()
 	t.mu.Lock()
@@ -67,13 +76,20 @@ func (t *Topic[T]) join(name string, n int) (*group, error) {
 	}
 	g := t.groups[name]
 	if g != nil {
-		if g.running > 0 {
-			return nil, fmt.Errorf("%w: group %q of topic %q", ErrGroupInUse, name, t.name)
+		for p := first; p < first+count; p++ {
+			if g.claimed[p] {
+				return nil, fmt.Errorf("%w: group %q of topic %q (partition %d is read by an open consumer)", ErrGroupInUse, name, t.name, p)
+			}
 		}
-		g.running = n
+		if t.shared {
+			t.refreshCommits(g, first, count)
+		}
+		g.claim(first, count, true)
+		g.running += consumers
 		return g, nil
 	}
-	g = &group{name: name, commits: make([]int64, len(t.parts)), running: n}
+	g = &group{name: name, commits: make([]int64, len(t.parts)), claimed: make([]bool, len(t.parts)), running: consumers}
+	g.claim(first, count, true)
 	// Every partition's bookkeeping stays locked until g is known: a
 	// commit of another group in between would otherwise release past
 	// g's start.
@@ -99,6 +115,33 @@ func (t *Topic[T]) join(name string, n int) (*group, error) {
 	}
 	t.addGroup(g)
 	return g, nil
+}
+
+// refreshCommits raises g's commits of partitions first..first+count-1 to
+// what storage holds, where another process committed past them. t.mu is
+// held. Only shared storage needs it: a topic that owns its storage made
+// every commit itself.
+func (t *Topic[T]) refreshCommits(g *group, first, count int) {
+	for p := first; p < first+count; p++ {
+		pt := t.parts[p]
+		off, ok := pt.log.Committed(g.name)
+		if !ok {
+			continue
+		}
+		pt.cmu.Lock()
+		if off > g.commits[p] && off <= pt.log.Tail() {
+			g.commits[p] = off
+		}
+		pt.cmu.Unlock()
+	}
+}
+
+// claim marks partitions first..first+count-1 of g as read (or no longer
+// read) by an open consumer. Topic.mu is held.
+func (g *group) claim(first, count int, on bool) {
+	for p := first; p < first+count; p++ {
+		g.claimed[p] = on
+	}
 }
 
 // Earliest returns the earliest retained offset of partition p: where a
@@ -191,12 +234,20 @@ func (t *Topic[T]) releaseTo(p int, newMin int64) error {
 	return nil
 }
 
-// leave records that consumer c of g closed.
-func (t *Topic[T]) leave(g *group, c *PullConsumer[T]) {
+// leave records that consumer c of g closed: its partitions may be read
+// by a new consumer, in this process and (shared storage) in others.
+func (t *Topic[T]) leave(g *group, c *PullConsumer[T]) error {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	g.running--
+	g.claim(c.first, len(c.next), false)
 	delete(t.consumers, c)
+	t.mu.Unlock()
+	if c.unclaim != nil {
+		if err := c.unclaim(); err != nil {
+			return fmt.Errorf("isb: topic %q: group %q leaves partitions %d to %d: %w", t.name, g.name, c.first, c.first+len(c.next)-1, err)
+		}
+	}
+	return nil
 }
 
 // commit stores g's commit of partition p at off (off greater than the

@@ -56,10 +56,8 @@ func WithFullMode(m FullMode) TopicOption { return func(c *topicConfig) { c.full
 // once, so the rest of the package can trust the config.
 func newTopicConfig(opts []TopicOption) (topicConfig, error) {
 	c := topicConfig{partitions: 1, fullMode: FullWait}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
+	if err := ApplyOptions(&c, "isb.TopicOption", opts); err != nil {
+		return c, err
 	}
 	switch {
 	case c.partitions < 1 || c.partitions > maxPartitions:
@@ -128,10 +126,8 @@ func newConsumerConfig(partitions int, opts []ConsumerOption) (consumerConfig, e
 		minBackoff: 10 * time.Millisecond,
 		maxBackoff: time.Second,
 	}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
+	if err := ApplyOptions(&c, "isb.ConsumerOption", opts); err != nil {
+		return c, err
 	}
 	if c.log == nil {
 		c.log = zap.NewNop()

@@ -42,16 +42,18 @@ func (p *Producer[T]) produceTo(ctx context.Context, partition int, items []T, m
 	if len(items) == 0 {
 		return -1, true, nil
 	}
-	return admitStore(ctx, t, int64(len(items)), mode, false, partitionStore[T]{t, partition, items})
+	return admitStore(ctx, t, int64(len(items)), mode, false, partitionStore[T]{ctx, mode, t, partition, items})
 }
 
 // partitionStore stores a slice of a batch in one partition.
 type partitionStore[T any] struct {
+	ctx   context.Context
+	mode  admission
 	t     *Topic[T]
 	part  int
 	items []T
 }
 
 func (b partitionStore[T]) store(start, end int64, _ int) (int64, error) {
-	return b.t.appendRun(b.part, b.items[start:end], end-start)
+	return b.t.appendRun(b.ctx, b.mode, b.part, b.items[start:end], end-start)
 }

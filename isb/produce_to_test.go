@@ -161,3 +161,40 @@ func TestProduceToCapacity(t *testing.T) {
 		t.Fatalf("ProduceTo after Close: %v, want ErrClosed", err)
 	}
 }
+
+// ProduceBatchLast routes per item and reports, per partition, the offset
+// of the last item it stored there (-1 where none went), exact also when
+// another producer appended in between; a slice of the wrong length is an
+// *OptionError and stores nothing.
+func TestProduceBatchLast(t *testing.T) {
+	ctx := context.Background()
+	tp, err := isb.NewTopic[int]("nums", isbtest.NewSliceBackend[int](), isb.Partitions(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	byValue := tp.Producer(isb.BySelector(func(i, n int) int { return i % n }))
+	last := make([]int64, 3)
+	if err := byValue.ProduceBatchLast(ctx, []int{0, 3, 1, 6}, last); err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{2, 0, -1}; !slices.Equal(last, want) {
+		t.Fatalf("last = %v, want %v", last, want)
+	}
+	if err := tp.Producer(nil).ProduceBatch(ctx, []int{9, 9, 9}); err != nil { // one more item per partition
+		t.Fatal(err)
+	}
+	if err := byValue.ProduceBatchLast(ctx, []int{2, 5}, last); err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{-1, -1, 2}; !slices.Equal(last, want) {
+		t.Fatalf("last after another producer appended = %v, want %v", last, want)
+	}
+	var oe *isb.OptionError
+	if err := byValue.ProduceBatchLast(ctx, []int{1}, make([]int64, 2)); !errors.As(err, &oe) || !errors.Is(err, isb.ErrInvalidOption) {
+		t.Fatalf("2 offsets for 3 partitions: %v, want an *OptionError", err)
+	}
+	if n := tp.Pending("new"); n != 9 {
+		t.Fatalf("topic holds %d items, want 9 (the refused call stored nothing)", n)
+	}
+}

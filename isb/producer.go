@@ -2,8 +2,10 @@ package isb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 )
 
 // Producer routes items to the partitions of a topic and appends them. It is
@@ -65,7 +67,7 @@ func (p *Producer[T]) TryProduce(ctx context.Context, item T) (bool, error) {
 // FullFail the whole batch is rejected with ErrFull when it does not fit.
 // A routing error rejects the whole batch before anything is stored.
 func (p *Producer[T]) ProduceBatch(ctx context.Context, items []T) error {
-	_, err := p.produceBatch(ctx, items, p.mode())
+	_, err := p.produceBatch(ctx, items, p.mode(), nil)
 	return err
 }
 
@@ -73,7 +75,24 @@ func (p *Producer[T]) ProduceBatch(ctx context.Context, items []T) error {
 // now and reports whether it did. It never waits for capacity; a batch
 // larger than the capacity never fits.
 func (p *Producer[T]) TryProduceBatch(ctx context.Context, items []T) (bool, error) {
-	return p.produceBatch(ctx, items, admitTry)
+	return p.produceBatch(ctx, items, admitTry, nil)
+}
+
+// ProduceBatchLast is ProduceBatch that also says where items went: it
+// sets last[p] to the offset of the last item it stored in partition p, or
+// to -1 when none went there; len(last) must be the partition count. A
+// caller that records per partition what it wrote (the forwarder's writer
+// publishes a watermark at that offset) routes with it, so routing has one
+// implementation. On error, last holds what was stored before it.
+func (p *Producer[T]) ProduceBatchLast(ctx context.Context, items []T, last []int64) error {
+	_, err := p.produceBatch(ctx, items, p.mode(), last)
+	return err
+}
+
+// TryProduceBatchLast is TryProduceBatch that reports where items went, as
+// ProduceBatchLast does.
+func (p *Producer[T]) TryProduceBatchLast(ctx context.Context, items []T, last []int64) (bool, error) {
+	return p.produceBatch(ctx, items, admitTry, last)
 }
 
 func (p *Producer[T]) produce(ctx context.Context, item T, mode admission) (bool, error) {
@@ -97,10 +116,19 @@ func (p *Producer[T]) produce(ctx context.Context, item T, mode admission) (bool
 		part = pos
 	}
 	if err := t.append(part, item); err != nil {
-		if t.gate != nil {
-			t.gate.release(1)
+		if errors.Is(err, ErrFull) { // storage that enforces its own limits
+			one := []T{item}
+			_, err = t.storageFull(ctx, mode, part, one, err)
 		}
-		return false, err
+		if err != nil {
+			if t.gate != nil {
+				t.gate.release(1)
+			}
+			if mode == admitTry && errors.Is(err, ErrFull) {
+				return false, nil
+			}
+			return false, err
+		}
 	}
 	t.parts[part].waiters.notify()
 	return true, nil
@@ -162,11 +190,20 @@ func (t *Topic[T]) checkRoute(part int, err error) (int, error) {
 	return part, nil
 }
 
-func (p *Producer[T]) produceBatch(ctx context.Context, items []T, mode admission) (bool, error) {
+func (p *Producer[T]) produceBatch(ctx context.Context, items []T, mode admission, last []int64) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
 	t := p.topic
+	if last != nil {
+		if len(last) != t.cfg.partitions {
+			return false, &OptionError{Option: "ProduceBatchLast offsets", Value: len(last),
+				Reason: fmt.Sprintf("must have one per partition of topic %q (%d)", t.name, t.cfg.partitions)}
+		}
+		for i := range last {
+			last[i] = -1
+		}
+	}
 	if t.closed.Load() {
 		return false, ErrClosed
 	}
@@ -179,7 +216,10 @@ func (p *Producer[T]) produceBatch(ctx context.Context, items []T, mode admissio
 	if err != nil {
 		return false, err
 	}
-	_, ok, err := admitStore(ctx, t, int64(len(items)), mode, p.roundRobin(), routedStore[T]{t, items, r, s})
+	_, ok, err := admitStore(ctx, t, int64(len(items)), mode, p.roundRobin(), routedStore[T]{ctx, mode, t, items, r, s, last})
+	if mode == admitTry && err != nil && errors.Is(err, ErrFull) {
+		return false, nil // storage that enforces its own limits is full
+	}
 	return ok, err
 }
 
@@ -234,10 +274,13 @@ func admitStore[T any, S storer](ctx context.Context, t *Topic[T], total int64, 
 
 // routedStore stores a slice of a batch routed per item.
 type routedStore[T any] struct {
+	ctx   context.Context
+	mode  admission
 	t     *Topic[T]
 	items []T
 	r     routes
 	s     *batchScratch[T]
+	last  []int64 // per partition, the offset of its last item stored; nil: not asked
 }
 
 func (b routedStore[T]) store(start, end int64, pos int) (int64, error) {
@@ -245,7 +288,7 @@ func (b routedStore[T]) store(start, end int64, pos int) (int64, error) {
 	if b.r.idx != nil {
 		r = routes{idx: b.r.idx[start:end]}
 	}
-	return -1, b.t.appendRouted(b.items[start:end], r, b.s)
+	return -1, b.t.appendRouted(b.ctx, b.mode, b.items[start:end], r, b.s, b.last)
 }
 
 // admit takes n units of capacity, and with rr n round-robin positions
@@ -358,10 +401,13 @@ func (t *Topic[T]) appendErr(part int, err error) error {
 // within each partition, and wakes the readers of each partition it
 // appended to. Capacity acquired for items that a storage error kept from
 // being stored is released.
-func (t *Topic[T]) appendRouted(items []T, r routes, s *batchScratch[T]) error {
+func (t *Topic[T]) appendRouted(ctx context.Context, mode admission, items []T, r routes, s *batchScratch[T], last []int64) error {
 	n := len(t.parts)
 	if n == 1 {
-		_, err := t.appendRun(0, items, int64(len(items)))
+		l, err := t.appendRun(ctx, mode, 0, items, int64(len(items)))
+		if last != nil && err == nil {
+			last[0] = l
+		}
 		return err
 	}
 	out, starts := s.group(items, r, n)
@@ -371,19 +417,27 @@ func (t *Topic[T]) appendRouted(items []T, r routes, s *batchScratch[T]) error {
 		if len(run) == 0 {
 			continue
 		}
-		if _, err := t.appendRun(part, run, int64(len(items)-starts[part])); err != nil {
+		l, err := t.appendRun(ctx, mode, part, run, int64(len(items)-starts[part]))
+		if err != nil {
 			return err
+		}
+		if last != nil {
+			last[part] = l
 		}
 	}
 	return nil
 }
 
 // appendRun appends run to partition part, wakes that partition's readers
-// and returns the offset of its last item. On error it releases rest units
+// and returns the offset of its last item. Storage that reports itself full
+// is handled as mode says (see storageFull). On error it releases rest units
 // of capacity: those of run and of whatever the caller had admitted along
 // with it and will not store.
-func (t *Topic[T]) appendRun(part int, run []T, rest int64) (int64, error) {
+func (t *Topic[T]) appendRun(ctx context.Context, mode admission, part int, run []T, rest int64) (int64, error) {
 	first, err := t.appendItems(part, run)
+	if err != nil && errors.Is(err, ErrFull) { // storage that enforces its own limits
+		first, err = t.storageFull(ctx, mode, part, run, err)
+	}
 	if err != nil {
 		if t.gate != nil {
 			t.gate.release(rest)
@@ -393,3 +447,38 @@ func (t *Topic[T]) appendRun(part int, run []T, rest int64) (int64, error) {
 	t.parts[part].waiters.notify()
 	return first + int64(len(run)) - 1, nil
 }
+
+// storageFull handles an append of items to partition part that storage
+// refused with err, matching ErrFull: storage that enforces its own limits
+// (shared by processes, see Watched). FullFail and TryProduce give up with
+// err (the caller reports ErrFull or false); FullWait retries whenever
+// storage changes (a commit anywhere may make room), polling as well in
+// case the storage reports no changes, until the append succeeds, ctx ends
+// or the topic closes. It returns the offset of the first item stored.
+func (t *Topic[T]) storageFull(ctx context.Context, mode admission, part int, items []T, err error) (int64, error) {
+	if mode != admitWait {
+		return -1, err
+	}
+	poll := time.NewTimer(storagePoll)
+	defer poll.Stop()
+	for {
+		room := t.room.next() // before the retry: a change after it is not lost
+		first, err := t.appendItems(part, items)
+		if err == nil || !errors.Is(err, ErrFull) {
+			return first, err
+		}
+		select {
+		case <-room:
+		case <-poll.C:
+			poll.Reset(storagePoll)
+		case <-ctx.Done():
+			return -1, ctx.Err()
+		case <-t.done:
+			return -1, ErrClosed
+		}
+	}
+}
+
+// storagePoll is how often a producer waiting for room in storage that
+// enforces its own limits retries without a storage change.
+const storagePoll = 50 * time.Millisecond

@@ -20,7 +20,13 @@ type Topic[T any] struct {
 	rrMask  uint64 // partitions-1 when that is a power of two above 1, else 0
 	closed  atomic.Bool
 	done    chan struct{} // closed by Close: wakes blocked Pulls
-	scratch sync.Pool     // *batchScratch[T], per-item routing of batches
+	// shared is set when storage is shared by processes (a Watched log or
+	// a Membership backend): commits are then read again on join.
+	shared bool
+	// room wakes producers that wait for storage enforcing its own limits
+	// to have room (see appendWhenRoom); storage changes signal it.
+	room    changes
+	scratch sync.Pool // *batchScratch[T], per-item routing of batches
 
 	// The round-robin position of an unbounded topic (a bounded one keeps
 	// it in gate): written by every round-robin produce, so it has a cache
@@ -121,10 +127,21 @@ func NewTopic[T any](name string, backend Backend[T], opts ...TopicOption) (*Top
 	if n := cfg.partitions; n > 1 && n&(n-1) == 0 {
 		t.rrMask = uint64(n - 1)
 	}
+	_, t.shared = backend.(Membership)
 	for p := range t.parts {
 		log := backend.Partition(p)
 		clog, _ := log.(ConcurrentLog[T])
-		t.parts[p] = &partition[T]{log: log, clog: clog}
+		pt := &partition[T]{log: log, clog: clog}
+		t.parts[p] = pt
+		if w, ok := log.(Watched); ok {
+			// A change by any process wakes this partition's Pulls and the
+			// producers waiting for room, as this process's appends do.
+			t.shared = true
+			w.Watch(func() {
+				pt.waiters.notify()
+				t.room.signal()
+			})
+		}
 	}
 	used := t.recoverGroups()
 	if cfg.capacity > 0 {

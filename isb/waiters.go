@@ -69,3 +69,33 @@ func (w *waiters) wake() {
 	}
 	w.mu.Unlock()
 }
+
+// changes wakes every goroutine waiting for the next change of storage
+// shared by processes: producers waiting for room in storage that enforces
+// its own limits. A waiter takes the channel before it looks at storage
+// and waits on it after, so a change in between is never lost.
+type changes struct {
+	mu sync.Mutex
+	ch chan struct{} // closed by the next signal; nil when nobody took it
+}
+
+// next returns the channel the next signal closes.
+func (c *changes) next() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ch == nil {
+		c.ch = make(chan struct{})
+	}
+	return c.ch
+}
+
+// signal wakes everyone waiting for a change. It costs a lock when nobody
+// waits.
+func (c *changes) signal() {
+	c.mu.Lock()
+	if c.ch != nil {
+		close(c.ch)
+		c.ch = nil
+	}
+	c.mu.Unlock()
+}

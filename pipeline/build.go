@@ -26,7 +26,7 @@ func Source[T any](p *Pipeline, name string, src vertex.Source[T], opts ...verte
 		if err := resumeSource(&rt.cfg, p, n, src); err != nil {
 			return err
 		}
-		return forwarder.RunSource(rt.soft, rt.hard, rt.replicaConfig(n, r), src, edgesFor[T](n))
+		return forwarder.RunSource(rt.hard, rt.soft, rt.replicaConfig(n, r), src, edgesFor[T](n))
 	}
 	return streamOf[T](p, n)
 }

@@ -68,13 +68,13 @@
 //   - On durable storage, "written" means durable: in the buffer's file.
 //     A process killed at any moment (SIGKILL included) and started again
 //     on the same directory loses nothing a source was told was delivered;
-//     what was in flight is delivered again (the crash test, 24 kills of a
-//     topic source -> map -> sink pipeline, saw 0.28% duplicates). A write
-//     is in the file's page cache when it returns, which survives the
-//     process; the buffers are flushed to disk every 20ms, after which it
-//     survives the machine too. MMap(dir, mmap.Flush(mmap.Immediate()))
-//     flushes every write before it returns, at about a sixth of the
-//     throughput (docs/benchmarks.md). Commits are persisted every
+//     what was in flight is delivered again (the crash test, 18 SIGKILLs and
+//     6 SIGTERMs of topic source -> map -> sink, saw 0.3-2.4% duplicates). By
+//     default a write returns once flushed to disk, so this holds for a
+//     crash of the machine too; MMap(dir, mmap.Flush(mmap.Interval(d)))
+//     makes writes return once in the page cache (which survives the
+//     process, and the machine after the next flush), four times as fast
+//     on the test machine (docs/benchmarks.md). Commits are persisted every
 //     [CommitInterval], which bounds the duplicates a crash causes.
 //
 // Sinks therefore may see a message again after a restart; IDs are stable

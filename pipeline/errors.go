@@ -3,6 +3,8 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+
+	"github.com/runnel-dev/runnel/isb"
 )
 
 // Sentinel errors of package pipeline, matched with errors.Is.
@@ -24,8 +26,10 @@ var (
 	ErrCycle = errors.New("pipeline: cycle")
 	// ErrNilFunc: a vertex was given a nil function, source or sink.
 	ErrNilFunc = errors.New("pipeline: nil function, source or sink")
-	// ErrInvalidOption: a pipeline option is out of range.
-	ErrInvalidOption = errors.New("pipeline: invalid option")
+	// ErrInvalidOption is isb.ErrInvalidOption (the same value): it matches
+	// the *isb.OptionError of a pipeline option and of a vertex's
+	// (vertex.Replicas(0) included), so one errors.Is test covers both.
+	ErrInvalidOption = isb.ErrInvalidOption
 	// ErrRunning: Run was called on a pipeline that has already run.
 	ErrRunning = errors.New("pipeline: already run")
 	// ErrDrainTimeout: after ctx was cancelled, draining took longer than

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"github.com/runnel-dev/runnel/isb"
 	"reflect"
 	"sync"
 	"time"
@@ -61,16 +62,14 @@ func WithHooks(f func(vertex string, replica int) forwarder.Hooks) Option {
 
 func newConfig(opts []Option) (config, error) {
 	c := config{drainTimeout: time.Minute, commitEvery: DefaultCommitInterval}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
+	if err := isb.ApplyOptions(&c, "pipeline.Option", opts); err != nil {
+		return c, err
 	}
 	if c.logger == nil {
 		c.logger = zap.NewNop()
 	}
 	if c.drainTimeout < 0 {
-		return c, fmt.Errorf("%w: DrainTimeout must not be negative (got %v)", ErrInvalidOption, c.drainTimeout)
+		return c, &isb.OptionError{Package: "pipeline", Option: "DrainTimeout", Value: c.drainTimeout, Reason: "must not be negative"}
 	}
 	wm, err := c.wm.resolve()
 	if err != nil {
@@ -134,6 +133,14 @@ type node struct {
 	outs        []outEdge     // edges out of the node, set by validate
 	check       func() error  // the vertex's own validation (nil function, source options)
 	hasFallback bool          // a sink with a fallback sink
+	// refused is set for a vertex whose name was refused (invalid, or
+	// taken): that error is its one error, and validate skips it and its
+	// edges, so no "unknown edge" or "no output" follows from it.
+	refused bool
+	// dupName is set on the vertex that holds a name another one asked
+	// for: whether it lacks an input or output is unknowable (the edges
+	// meant for it may be the refused vertex's), so validate does not say.
+	dupName bool
 
 	// open creates the node's input buffer (not for sources).
 	open func(c *config, p *Pipeline, n *node) (buffer, error)
@@ -167,8 +174,11 @@ func (p *Pipeline) add(name string, k kind, opts []vertex.Option) *node {
 	n := &node{name: name, kind: k, opts: opts}
 	switch {
 	case !validName(name):
+		n.refused = true
 		p.errs = append(p.errs, &VertexError{Vertex: name, Err: fmt.Errorf("%w: use letters, digits, '-' and '_'", ErrInvalidName)})
 	case p.names[name] != nil:
+		n.refused = true
+		p.names[name].dupName = true
 		p.errs = append(p.errs, &VertexError{Vertex: name, Err: ErrDuplicateName})
 	default:
 		p.names[name] = n

@@ -75,8 +75,25 @@ func (g *groupCommits[T]) Open(topic string, partitions int) error {
 	return nil
 }
 
-// Partition returns partition p with deferred commits.
-func (g *groupCommits[T]) Partition(p int) isb.Log[T] { return g.logs[p] }
+// Partition returns partition p with deferred commits. A log that
+// serializes its own appends (isb/mmap's does, so that concurrent writers
+// share a flush) stays an isb.ConcurrentLog: the topic would otherwise hold
+// its partition lock across each Append and its flush.
+func (g *groupCommits[T]) Partition(p int) isb.Log[T] {
+	if c, ok := g.logs[p].Log.(isb.ConcurrentLog[T]); ok {
+		return concurrentCommitLog[T]{g.logs[p], c}
+	}
+	return g.logs[p]
+}
+
+// concurrentCommitLog is a groupCommitLog over an isb.ConcurrentLog.
+type concurrentCommitLog[T any] struct {
+	*groupCommitLog[T]
+	c isb.ConcurrentLog[T]
+}
+
+func (l concurrentCommitLog[T]) AppendOne(item T) (int64, error) { return l.c.AppendOne(item) }
+func (l concurrentCommitLog[T]) Seal()                           { l.c.Seal() }
 
 // loop persists every interval until Close.
 func (g *groupCommits[T]) loop() {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/runnel-dev/runnel/isb"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -116,7 +117,7 @@ func (f stateFile) Load() ([]byte, bool, error) {
 // returns either this state or the previous one.
 func (f stateFile) Save(state []byte) error {
 	if len(state) > stateMaxSize {
-		return fmt.Errorf("%w: source state of %d bytes, at most %d", ErrInvalidOption, len(state), stateMaxSize)
+		return &isb.OptionError{Package: "pipeline", Option: "source state", Value: len(state), Reason: fmt.Sprintf("must be at most %d bytes", stateMaxSize)}
 	}
 	tmp := f.path + ".tmp"
 	if err := writeSynced(tmp, encodeState(state)); err != nil {

@@ -3,12 +3,14 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel/forwarder"
+	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/isb/codec"
 	"github.com/runnel-dev/runnel/vertex"
 )
@@ -18,13 +20,13 @@ func TestStorageOptionsRefused(t *testing.T) {
 		opt  Option
 		want string
 	}{
-		"empty data dir":           {WithDataDir(""), "MMap/WithDataDir needs a directory"},
-		"negative commit interval": {CommitInterval(-time.Second), "CommitInterval must not be negative"},
-		"nil codec":                {WithCodec[int](nil), "WithCodec for int: the codec is nil"},
+		"empty data dir":           {WithDataDir(""), `pipeline: option MMap/WithDataDir: needs a directory (got "")`},
+		"negative commit interval": {CommitInterval(-time.Second), "pipeline: option CommitInterval: must not be negative (got -1s)"},
+		"nil codec":                {WithCodec[int](nil), "pipeline: option WithCodec for int: the codec must not be nil (got <nil>)"},
 	}
 	for name, tc := range cases {
 		_, err := newConfig([]Option{tc.opt})
-		if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), tc.want) {
+		if !errors.Is(err, ErrInvalidOption) || err == nil || err.Error() != tc.want {
 			t.Errorf("%s: err = %v, want ErrInvalidOption saying %q", name, err, tc.want)
 		}
 	}
@@ -117,4 +119,77 @@ func TestDurablePipelineResumesAfterFailure(t *testing.T) {
 		}
 	}
 	t.Logf("source acknowledged %d, first run delivered %d, both runs %d ids, %d duplicates", len(src.acked), first, len(delivered), dups)
+}
+
+// TestMMapBufferKeepsTheEnvelope writes messages with every field (a
+// control message among them) to a buffer on mmap storage, closes it as a
+// stopping pipeline does and reopens it: the consumer group resumes at its
+// commit and every stored field comes back exactly, the reader's
+// Watermark and Late never.
+func TestMMapBufferKeepsTheEnvelope(t *testing.T) {
+	ctx := context.Background()
+	c, err := newConfig([]Option{WithDataDir(t.TempDir()), WithCodec(codec.MsgPack[string]())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := topicSpec{pipeline: "p", vertex: "v", partitions: 1, capacity: 100}
+	et := time.Date(2026, 11, 30, 12, 0, 0, 7, time.UTC)
+	msgs := []vertex.Message[string]{
+		{ID: "consumed", Value: "x"},
+		{ID: "a", EventTime: et, Keys: []string{"k1", "k2"}, Tags: []string{"t1", "t2"},
+			Headers: map[string]string{"h": "v"}, Value: "payload", Watermark: et, Late: true},
+		{Tags: []string{forwarder.ControlTag}},
+		{ID: "b", Tags: []string{vertex.ReservedTagPrefix + "eos", "user"}, Value: ""},
+	}
+	topic, err := openTopic[string](&c, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := topic.Producer(nil).ProduceBatch(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := topic.PullConsumer("v", isb.ManualCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cons.Pull(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cons.CommitTo(0, 1); err != nil {
+		t.Fatal(err)
+	}
+	cons.Close()
+	if err := topic.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	topic, err = openTopic[string](&c, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer topic.Close()
+	cons, err = topic.PullConsumer("v", isb.ManualCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	b, err := cons.Pull(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Offset != 1 || len(b.Items) != 3 {
+		t.Fatalf("after reopen: %d items from offset %d, want 3 from the commit at 1", len(b.Items), b.Offset)
+	}
+	for i, got := range b.Items {
+		want := msgs[i+1]
+		want.Watermark, want.Late = time.Time{}, false // the reader's, not stored
+		if got.ID != want.ID || !got.EventTime.Equal(want.EventTime) || got.Value != want.Value ||
+			!reflect.DeepEqual(got.Keys, want.Keys) || !reflect.DeepEqual(got.Tags, want.Tags) ||
+			!reflect.DeepEqual(got.Headers, want.Headers) || !got.Watermark.IsZero() || got.Late {
+			t.Errorf("message %d after reopen:\n got %+v\nwant %+v", i+1, got, want)
+		}
+	}
+	if !b.Items[1].HasTag(forwarder.ControlTag) {
+		t.Error("the control message lost its tag")
+	}
 }

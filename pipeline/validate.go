@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/runnel-dev/runnel/isb"
+
 	"github.com/runnel-dev/runnel/vertex"
 )
 
@@ -25,23 +27,32 @@ func (p *Pipeline) validate() (config, error) {
 		n.outs = nil
 	}
 	for _, n := range p.nodes {
+		if n.refused {
+			continue
+		}
 		c, err := vertex.NewConfig(n.opts...)
 		if err != nil {
 			vertexErr(n, err)
 		}
 		n.cfg = c
+		for _, err := range kindErrors(n.kind, c) {
+			vertexErr(n, err)
+		}
 		if err := n.check(); err != nil {
 			vertexErr(n, err)
 		}
 		if c.Retry.OnExhausted == vertex.ToFallback && !n.hasFallback {
-			vertexErr(n, &vertex.OptionError{Option: "Retry.OnExhausted", Value: c.Retry.OnExhausted,
+			vertexErr(n, &isb.OptionError{Package: "pipeline", Option: "Retry.OnExhausted", Value: c.Retry.OnExhausted,
 				Reason: "ToFallback needs a sink vertex with a fallback sink (SinkWithFallback)"})
 		}
-		if n.kind != kindSource && len(n.ins) == 0 {
+		if n.kind != kindSource && len(n.ins) == 0 && !n.dupName {
 			vertexErr(n, ErrNoInput)
 		}
 		seen := map[*node]bool{}
 		for _, part := range n.ins {
+			if part.from != nil && part.from.refused {
+				continue // the refused vertex's error says it all
+			}
 			if part.from == nil || part.p != p || p.names[part.from.name] != part.from {
 				vertexErr(n, ErrUnknownEdge)
 				continue
@@ -58,7 +69,7 @@ func (p *Pipeline) validate() (config, error) {
 		}
 	}
 	for _, n := range p.nodes {
-		if n.kind != kindSink && !slices.ContainsFunc(n.outs, func(e outEdge) bool { return !e.late }) {
+		if n.kind != kindSink && !n.refused && !n.dupName && !slices.ContainsFunc(n.outs, func(e outEdge) bool { return !e.late }) {
 			vertexErr(n, ErrNoOutput) // a late-data stream alone is no output
 		}
 	}
@@ -103,4 +114,21 @@ func (p *Pipeline) cycle() *node {
 		}
 	}
 	return nil
+}
+
+// kindErrors refuses the options given to a vertex that do not apply to its
+// kind: a source has no input buffer, so the options of one (Partitions,
+// PartitionByKey, BufferCapacity, ...) would be silently ignored there.
+func kindErrors(k kind, c vertex.Config) []error {
+	if k != kindSource {
+		return nil
+	}
+	var errs []error
+	for _, name := range c.Given() {
+		if slices.Contains(vertex.InputOptions, name) {
+			errs = append(errs, &isb.OptionError{Package: "pipeline", Option: name, Value: k.String(),
+				Reason: "configures a vertex's input buffer, reader and stage; a source vertex has none"})
+		}
+	}
+	return errs
 }

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"github.com/runnel-dev/runnel/isb"
 	"time"
 
 	"github.com/runnel-dev/runnel/watermark"
@@ -81,7 +82,7 @@ func (c WatermarkConfig) resolve() (WatermarkConfig, error) {
 		{"HeartbeatTimeout", c.HeartbeatTimeout}, {"Throttle", c.Throttle},
 	} {
 		if f.d < 0 {
-			return c, fmt.Errorf("%w: WatermarkConfig.%s must not be negative (got %v)", ErrInvalidOption, f.name, f.d)
+			return c, &isb.OptionError{Package: "pipeline", Option: "WatermarkConfig." + f.name, Value: f.d, Reason: "must not be negative"}
 		}
 	}
 	if c.IdleStep == 0 {
@@ -100,8 +101,8 @@ func (c WatermarkConfig) resolve() (WatermarkConfig, error) {
 		c.HeartbeatTimeout = max(watermark.DefaultHeartbeatTimeout, 3*c.HeartbeatInterval)
 	}
 	if c.HeartbeatTimeout <= c.HeartbeatInterval {
-		return c, fmt.Errorf("%w: WatermarkConfig.HeartbeatTimeout (%v) must exceed HeartbeatInterval (%v), or every replica looks dead between heartbeats",
-			ErrInvalidOption, c.HeartbeatTimeout, c.HeartbeatInterval)
+		return c, &isb.OptionError{Package: "pipeline", Option: "WatermarkConfig.HeartbeatTimeout", Value: c.HeartbeatTimeout,
+			Reason: fmt.Sprintf("must exceed HeartbeatInterval (%v), or every replica looks dead between heartbeats", c.HeartbeatInterval)}
 	}
 	if c.Throttle == 0 {
 		c.Throttle = DefaultWatermarkThrottle

@@ -259,15 +259,9 @@ func (r *metaReader) uvarint(what string) uint64 {
 		return 0
 	}
 	v, n := binary.Uvarint(r.b[r.pos:])
-	switch {
-	case n == 0:
-		r.fail("truncated: " + what + " missing")
-		return 0
-	case n < 0:
-		r.fail(what + " overflows 64 bits")
+	if !r.advance(n, what) {
 		return 0
 	}
-	r.pos += n
 	return v
 }
 
@@ -276,16 +270,25 @@ func (r *metaReader) varint(what string) int64 {
 		return 0
 	}
 	v, n := binary.Varint(r.b[r.pos:])
+	if !r.advance(n, what) {
+		return 0
+	}
+	return v
+}
+
+// advance moves past a varint of n bytes as encoding/binary reports it
+// (0: truncated, negative: overflow), or records the error.
+func (r *metaReader) advance(n int, what string) bool {
 	switch {
 	case n == 0:
 		r.fail("truncated: " + what + " missing")
-		return 0
+		return false
 	case n < 0:
 		r.fail(what + " overflows 64 bits")
-		return 0
+		return false
 	}
 	r.pos += n
-	return v
+	return true
 }
 
 // count reads a count of entries of at least minBytes each, refusing one
@@ -376,12 +379,7 @@ func appendStrings(dst []byte, ss []string) []byte {
 
 // readUvarint reads a uvarint of src at pos, naming what in its error.
 func readUvarint(src []byte, pos int, what string) (uint64, int, error) {
-	v, n := binary.Uvarint(src[pos:])
-	switch {
-	case n == 0:
-		return 0, pos, &EnvelopeError{Offset: pos, Reason: "truncated: " + what + " missing"}
-	case n < 0:
-		return 0, pos, &EnvelopeError{Offset: pos, Reason: what + " overflows 64 bits"}
-	}
-	return v, pos + n, nil
+	r := metaReader{b: src, pos: pos}
+	v := r.uvarint(what)
+	return v, r.pos, r.err
 }

@@ -3,12 +3,16 @@ package vertex
 import (
 	"errors"
 	"fmt"
+
+	"github.com/runnel-dev/runnel/isb"
 )
 
 // Sentinel errors of package vertex, matched with errors.Is.
 var (
-	// ErrInvalidOption is matched by every *OptionError.
-	ErrInvalidOption = errors.New("vertex: invalid option")
+	// ErrInvalidOption is isb.ErrInvalidOption (the same value), matched by
+	// the option errors of every runnel package. Kept so callers that test
+	// vertex.ErrInvalidOption go on working.
+	ErrInvalidOption = isb.ErrInvalidOption
 	// ErrInvalidCondition is matched by every *ConditionError.
 	ErrInvalidCondition = errors.New("vertex: invalid tag condition")
 	// ErrResultCount is returned when a sink or batch-map function returns a
@@ -18,19 +22,14 @@ var (
 	ErrPanic = errors.New("vertex: user code panicked")
 )
 
-// OptionError reports a vertex option that failed validation, naming it.
-type OptionError struct {
-	Option string // e.g. "MaxInFlight"
-	Value  any    // the rejected value
-	Reason string // e.g. "must be at least BatchSize (500)"
-}
+// OptionError is isb.OptionError, runnel's one option error: a vertex
+// option that failed validation, named with Package "vertex".
+type OptionError = isb.OptionError
 
-func (e *OptionError) Error() string {
-	return fmt.Sprintf("vertex: option %s: %s (got %v)", e.Option, e.Reason, e.Value)
+// optionError is a vertex option that failed validation.
+func optionError(option string, value any, reason string) *OptionError {
+	return &OptionError{Package: "vertex", Option: option, Value: value, Reason: reason}
 }
-
-// Is makes errors.Is(err, ErrInvalidOption) true.
-func (e *OptionError) Is(target error) bool { return target == ErrInvalidOption }
 
 // ConditionError reports a tag condition that cannot work as written.
 type ConditionError struct {

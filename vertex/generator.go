@@ -2,6 +2,7 @@ package vertex
 
 import (
 	"context"
+	"github.com/runnel-dev/runnel/isb"
 	"io"
 	"math"
 	"strconv"
@@ -42,11 +43,12 @@ var maxWait = math.Nextafter(math.MaxInt64, 0)
 
 // GeneratorSource is the [Source] returned by [Generator].
 type GeneratorSource[T any] struct {
-	value func(i int64) T
-	cfg   genConfig
-	keys  [][]string // keys[i%n], shared by the messages of one key
-	next  atomic.Int64
-	start atomic.Int64 // unix nanoseconds of the first Read, for the rate
+	value  func(i int64) T
+	cfg    genConfig
+	optErr error      // a nil option, reported by Validate
+	keys   [][]string // keys[i%n], shared by the messages of one key
+	next   atomic.Int64
+	start  atomic.Int64 // unix nanoseconds of the first Read, for the rate
 	// resume is set by Resume (durable storage), before the first Read.
 	resume *genResume
 }
@@ -57,11 +59,8 @@ type GeneratorSource[T any] struct {
 // Validate, which the pipeline calls before it starts.
 func Generator[T any](value func(i int64) T, opts ...GeneratorOption) *GeneratorSource[T] {
 	g := &GeneratorSource[T]{value: value}
-	for _, o := range opts {
-		if o != nil {
-			o(&g.cfg)
-		}
-	}
+	// A nil option is reported by Validate, like every bad option.
+	g.optErr = isb.ApplyOptions(&g.cfg, "vertex.GeneratorOption", opts)
 	if g.cfg.keys > 0 {
 		g.keys = make([][]string, g.cfg.keys)
 		for i := range g.keys {
@@ -74,18 +73,20 @@ func Generator[T any](value func(i int64) T, opts ...GeneratorOption) *Generator
 // Validate reports the first bad option as an *OptionError.
 func (g *GeneratorSource[T]) Validate() error {
 	switch {
+	case g.optErr != nil:
+		return g.optErr
 	case g.value == nil:
-		return &OptionError{Option: "Generator", Value: nil, Reason: "needs a value function"}
+		return optionError("Generator", nil, "needs a value function")
 	case g.cfg.rate < 0 || math.IsNaN(g.cfg.rate) || math.IsInf(g.cfg.rate, 0):
-		return &OptionError{Option: "Rate", Value: g.cfg.rate, Reason: "must be 0 (unlimited) or a positive finite number"}
+		return optionError("Rate", g.cfg.rate, "must be 0 (unlimited) or a positive finite number")
 	case g.cfg.rate > 0 && float64(time.Second)/g.cfg.rate >= math.MaxInt64:
 		// reserve converts waits of up to one interval to a Duration; a
 		// larger one would overflow int64 into a meaningless wait.
-		return &OptionError{Option: "Rate", Value: g.cfg.rate, Reason: "is too small: the interval between two messages (1/rate seconds) must fit a time.Duration, so the rate must be at least about 1.08e-10"}
+		return optionError("Rate", g.cfg.rate, "is too small: the interval between two messages (1/rate seconds) must fit a time.Duration, so the rate must be at least about 1.08e-10")
 	case g.cfg.count < 0:
-		return &OptionError{Option: "Count", Value: g.cfg.count, Reason: "must be 0 (unlimited) or positive"}
+		return optionError("Count", g.cfg.count, "must be 0 (unlimited) or positive")
 	case g.cfg.keys < 0:
-		return &OptionError{Option: "Keys", Value: g.cfg.keys, Reason: "must be 0 (no keys) or positive"}
+		return optionError("Keys", g.cfg.keys, "must be 0 (no keys) or positive")
 	}
 	return nil
 }

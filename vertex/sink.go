@@ -52,7 +52,7 @@ func (f SinkFunc[T]) Write(ctx context.Context, msgs []Message[T]) ([]Result, er
 // Validate reports a nil function, which would panic at the first Write.
 func (f SinkFunc[T]) Validate() error {
 	if f == nil {
-		return &OptionError{Option: "SinkFunc", Value: nil, Reason: "needs a non-nil function"}
+		return optionError("SinkFunc", nil, "needs a non-nil function")
 	}
 	return nil
 }

@@ -39,7 +39,7 @@ func Func[T any](f func(ctx context.Context, msgs []Message[T]) error) Sink[T] {
 // would block until the pipeline's drain timeout.
 func ToChannel[T any](ch chan<- Message[T]) Sink[T] {
 	if ch == nil {
-		return badSink[T]{&OptionError{Option: "ToChannel", Value: nil, Reason: "needs a non-nil channel"}}
+		return badSink[T]{optionError("ToChannel", nil, "needs a non-nil channel")}
 	}
 	return SinkFunc[T](func(ctx context.Context, msgs []Message[T]) ([]Result, error) {
 		for i, m := range msgs {

@@ -22,7 +22,7 @@ func FromChannel[T any](ch <-chan T) *ChannelSource[T] { return &ChannelSource[T
 // Validate reports a nil channel, which would block forever.
 func (s *ChannelSource[T]) Validate() error {
 	if s.ch == nil {
-		return &OptionError{Option: "FromChannel", Value: nil, Reason: "needs a non-nil channel"}
+		return optionError("FromChannel", nil, "needs a non-nil channel")
 	}
 	return nil
 }
@@ -75,7 +75,7 @@ func FromSeq[T any](seq iter.Seq[T]) *SeqSource[T] { return &SeqSource[T]{seq: s
 // Validate reports a nil sequence.
 func (s *SeqSource[T]) Validate() error {
 	if s.seq == nil {
-		return &OptionError{Option: "FromSeq", Value: nil, Reason: "needs a non-nil iter.Seq"}
+		return optionError("FromSeq", nil, "needs a non-nil iter.Seq")
 	}
 	return nil
 }

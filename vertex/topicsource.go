@@ -40,9 +40,10 @@ func PollInterval(d time.Duration) TopicSourceOption {
 
 // TopicSource is the [Source] returned by [FromTopic].
 type TopicSource[T any] struct {
-	topic *isb.Topic[T]
-	group string
-	cfg   topicSourceConfig
+	topic  *isb.Topic[T]
+	group  string
+	cfg    topicSourceConfig
+	optErr error // a nil option, reported by Validate
 
 	// mu is held for every use of c, which one goroutine at a time may
 	// use, and guards the fields after it.
@@ -76,23 +77,22 @@ type span struct {
 // caller's, and Close (which the pipeline calls) closes only the consumer.
 func FromTopic[T any](topic *isb.Topic[T], group string, opts ...TopicSourceOption) *TopicSource[T] {
 	s := &TopicSource[T]{topic: topic, group: group, cfg: topicSourceConfig{poll: 100 * time.Millisecond}, spans: map[int][]span{}}
-	for _, o := range opts {
-		if o != nil {
-			o(&s.cfg)
-		}
-	}
+	// A nil option is reported by Validate, like every bad option.
+	s.optErr = isb.ApplyOptions(&s.cfg, "vertex.TopicSourceOption", opts)
 	return s
 }
 
 // Validate reports a nil topic, an empty group or a bad PollInterval.
 func (s *TopicSource[T]) Validate() error {
 	switch {
+	case s.optErr != nil:
+		return s.optErr
 	case s.topic == nil:
-		return &OptionError{Option: "FromTopic", Value: nil, Reason: "needs a non-nil topic"}
+		return optionError("FromTopic", nil, "needs a non-nil topic")
 	case s.group == "":
-		return &OptionError{Option: "FromTopic", Value: s.group, Reason: "needs a consumer group name"}
+		return optionError("FromTopic", s.group, "needs a consumer group name")
 	case s.cfg.poll <= 0:
-		return &OptionError{Option: "PollInterval", Value: s.cfg.poll, Reason: "must be positive"}
+		return optionError("PollInterval", s.cfg.poll, "must be positive")
 	}
 	return nil
 }

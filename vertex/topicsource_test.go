@@ -29,7 +29,7 @@ func TestTopicSourceResumesAfterAcks(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	open := func() *isb.Topic[int] {
-		topic, err := mmap.NewTopic[int](dir, "in", nil, isb.Partitions(1))
+		topic, err := mmap.NewTopic[int](dir, "in", mmap.Topic(isb.Partitions(1)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,8 @@
 package wal
 
 import (
+	"errors"
+	"github.com/runnel-dev/runnel/isb"
 	"os"
 	"path/filepath"
 	"strings"
@@ -225,9 +227,20 @@ func TestGroupCommit(t *testing.T) {
 
 func TestInvalidInput(t *testing.T) {
 	dir := t.TempDir()
-	for _, o := range []Option{SegmentSize(100), CompactEvery(-1), CompactAfter(-1), MaxBatchBytes(0), nil} {
-		if _, err := Open(dir, o); err == nil || !strings.HasPrefix(err.Error(), "wal: invalid argument") {
-			t.Errorf("Open with a bad option: %v", err)
+	for _, c := range []struct {
+		opt  Option
+		want string
+	}{
+		{SegmentSize(100), "wal: option SegmentSize: must be at least 4096 (got 100)"},
+		{CompactEvery(-1), "wal: option CompactEvery: must not be negative (got -1ns)"},
+		{CompactAfter(-1), "wal: option CompactAfter: must not be negative (got -1)"},
+		{MaxBatchBytes(0), "wal: option MaxBatchBytes: must be at least 1 (got 0)"},
+		{nil, "wal: option wal.Option: must not be nil (option 2 of 2) (got <nil>)"},
+	} {
+		_, err := Open(dir, CompactEvery(0), c.opt)
+		var oe *isb.OptionError
+		if !errors.As(err, &oe) || !errors.Is(err, isb.ErrInvalidOption) || err.Error() != c.want {
+			t.Errorf("Open with a bad option: %v; want an *isb.OptionError %q", err, c.want)
 		}
 	}
 	w := openT(t, dir)

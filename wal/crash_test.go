@@ -166,15 +166,31 @@ func TestCrash(t *testing.T) {
 		}
 		var wg sync.WaitGroup
 		var parsed []string
+		working := make(chan struct{}) // closed at the child's first acknowledged append
 		wg.Go(func() {
 			sc := bufio.NewScanner(stdout)
+			announced := false
 			for sc.Scan() {
-				parsed = append(parsed, sc.Text())
+				line := sc.Text()
+				parsed = append(parsed, line)
+				if !announced && strings.HasPrefix(line, "A") {
+					close(working)
+					announced = true
+				}
 			}
 		})
-		// Kill at a random moment: sometimes during Open, replay and the
-		// start's compaction, mostly while appends, GCs and compactions run.
-		time.Sleep(time.Duration(20+rng.IntN(400)) * time.Millisecond)
+		// Kill at a random moment: every fourth round during Open, replay
+		// and the start's compaction, the others while appends, GCs and
+		// compactions run. The delay counts from the child's first
+		// acknowledged append, not from its start: a child under -race on
+		// a loaded machine can take longer to start than any fixed delay.
+		if round%4 != 0 {
+			select {
+			case <-working:
+			case <-time.After(30 * time.Second):
+			}
+		}
+		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		wg.Wait()
 		cmd.Wait()

@@ -12,14 +12,19 @@ var (
 	// ErrLocked is returned by Open when the directory is open in another
 	// WAL, in this process or another one.
 	ErrLocked = errors.New("wal: directory is locked by another open WAL")
+	// ErrUnsupported is returned by Open on a system other than Linux and
+	// macOS: the WAL needs flock and read-only mappings as they work there.
+	ErrUnsupported = errors.New("wal: unsupported operating system")
 	// ErrClosed is returned by calls on a closed WAL.
 	ErrClosed = errors.New("wal: closed")
 	// ErrCorrupt is matched by every *CorruptError.
 	ErrCorrupt = errors.New("wal: corrupt log")
 	// ErrVersion is matched by every *VersionError.
 	ErrVersion = errors.New("wal: unsupported entry format version")
-	// ErrInvalid is returned for an entry, window or option the log cannot
-	// store or use; the message names what and why.
+	// ErrInvalid is returned for an entry or window the log cannot store;
+	// the message names what and why. A bad option is an
+	// *isb.OptionError (errors.Is isb.ErrInvalidOption), as in every
+	// runnel package.
 	ErrInvalid = errors.New("wal: invalid argument")
 	// ErrReplayAfterAppend is returned by Replay once anything was appended:
 	// replay rebuilds state before the reduce resumes reading, and the

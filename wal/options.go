@@ -3,16 +3,20 @@ package wal
 import (
 	"fmt"
 	"time"
+
+	"github.com/runnel-dev/runnel/isb"
 )
 
-// Option configures Open.
-type Option func(*config) error
+// Option configures Open. Options are validated once, by Open; an invalid
+// one (nil included) yields an *isb.OptionError naming it.
+type Option func(*config)
 
 // config is the validated form of the options, built once by Open.
 type config struct {
 	segmentSize  int
 	compactEvery time.Duration
 	compactMin   int64
+	compactSet   bool // CompactAfter was given
 	maxBatch     int
 }
 
@@ -24,16 +28,24 @@ const (
 )
 
 func newConfig(opts []Option) (config, error) {
-	c := config{segmentSize: defaultSegmentSize, compactEvery: defaultCompactEvery, compactMin: -1, maxBatch: defaultMaxBatch}
-	for _, o := range opts {
-		if o == nil {
-			return config{}, fmt.Errorf("%w: nil Option", ErrInvalid)
-		}
-		if err := o(&c); err != nil {
-			return config{}, err
-		}
+	c := config{segmentSize: defaultSegmentSize, compactEvery: defaultCompactEvery, maxBatch: defaultMaxBatch}
+	if err := isb.ApplyOptions(&c, "wal.Option", opts); err != nil {
+		return config{}, err
 	}
-	if c.compactMin < 0 {
+	bad := func(option string, v any, reason string) (config, error) {
+		return config{}, &isb.OptionError{Package: "wal", Option: option, Value: v, Reason: reason}
+	}
+	switch {
+	case c.segmentSize < minSegmentSize:
+		return bad("SegmentSize", c.segmentSize, fmt.Sprintf("must be at least %d", minSegmentSize))
+	case c.compactEvery < 0:
+		return bad("CompactEvery", c.compactEvery, "must not be negative")
+	case c.compactMin < 0:
+		return bad("CompactAfter", c.compactMin, "must not be negative")
+	case c.maxBatch < 1:
+		return bad("MaxBatchBytes", c.maxBatch, "must be at least 1")
+	}
+	if !c.compactSet {
 		c.compactMin = 2 * int64(c.segmentSize)
 	}
 	return c, nil
@@ -43,29 +55,13 @@ func newConfig(opts []Option) (config, error) {
 // started (tidwall/wal's SegmentSize; a segment may end a little past it).
 // Default 16 MiB, at least 4 KiB. Compaction frees whole generations, so the
 // size only sets the granularity of files, not how much disk is kept.
-func SegmentSize(bytes int) Option {
-	return func(c *config) error {
-		if bytes < minSegmentSize {
-			return fmt.Errorf("%w: SegmentSize %d is below the minimum %d", ErrInvalid, bytes, minSegmentSize)
-		}
-		c.segmentSize = bytes
-		return nil
-	}
-}
+func SegmentSize(bytes int) Option { return func(c *config) { c.segmentSize = bytes } }
 
 // CompactEvery sets how often the log is compacted when a GC event closed a
 // window since the last compaction. Default one minute; 0 turns the periodic
 // compaction off (Open still compacts, and so does growth past
 // CompactAfter).
-func CompactEvery(d time.Duration) Option {
-	return func(c *config) error {
-		if d < 0 {
-			return fmt.Errorf("%w: CompactEvery %v is negative", ErrInvalid, d)
-		}
-		c.compactEvery = d
-		return nil
-	}
-}
+func CompactEvery(d time.Duration) Option { return func(c *config) { c.compactEvery = d } }
 
 // CompactAfter sets the growth that triggers a compaction right after a
 // write batch, when a window was closed since the last one: the log is
@@ -73,24 +69,10 @@ func CompactEvery(d time.Duration) Option {
 // at least bytes. Default two segments. Rewriting at twice the kept size
 // makes each byte rewritten at most about once on average.
 func CompactAfter(bytes int64) Option {
-	return func(c *config) error {
-		if bytes < 0 {
-			return fmt.Errorf("%w: CompactAfter %d is negative", ErrInvalid, bytes)
-		}
-		c.compactMin = bytes
-		return nil
-	}
+	return func(c *config) { c.compactMin, c.compactSet = bytes, true }
 }
 
 // MaxBatchBytes bounds how many bytes of concurrent appends the group commit
 // coalesces into one write and fsync. Default 8 MiB; a single larger Append
 // is still written whole, as one batch.
-func MaxBatchBytes(bytes int) Option {
-	return func(c *config) error {
-		if bytes < 1 {
-			return fmt.Errorf("%w: MaxBatchBytes %d must be at least 1", ErrInvalid, bytes)
-		}
-		c.maxBatch = bytes
-		return nil
-	}
-}
+func MaxBatchBytes(bytes int) Option { return func(c *config) { c.maxBatch = bytes } }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-
-	"golang.org/x/sys/unix"
 )
 
 // ref is one valid entry found by walk; e aliases its segment's buffer,
@@ -198,9 +196,9 @@ func readSegment(path string, mapped bool) ([]byte, func(), error) {
 	if info.Size() == 0 {
 		return nil, func() {}, nil
 	}
-	b, err := unix.Mmap(int(f.Fd()), 0, int(info.Size()), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+	b, unmap, err := mapReadOnly(f, int(info.Size()))
 	if err != nil {
 		return nil, nil, fmt.Errorf("wal: map %s: %w", path, err)
 	}
-	return b, func() { unix.Munmap(b) }, nil
+	return b, unmap, nil
 }

@@ -1,5 +1,6 @@
-// Package codec holds the serializers that durable (isb/mmap) and remote
-// (isb/jetstream) storage use to turn items into bytes and back.
+// Package codec holds the serializers that durable storage (isb/mmap) uses
+// to turn items into bytes and back; remote storage (NATS JetStream, not
+// written yet) is meant to use them too.
 //
 // Three codecs are provided:
 //

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/runnel-dev/runnel/isb"
 )
@@ -394,5 +395,45 @@ func (s suite) pullWakesOnProduce(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("round %d: the waiting Pull was never woken", i)
 		}
+	}
+}
+
+// commitWhilePullBlocked: a consumer's CommitTo and Commit return while a
+// Pull of the same consumer is blocked on an empty topic (the reader of a
+// pipeline commits acks while it waits for data), and the Pull still
+// delivers the next item. A commit that waited for the Pull would return
+// only when the Pull's context ended, failing the Pull.
+func (s suite) commitWhilePullBlocked(t *testing.T) {
+	ctx := testContext(t)
+	tp := s.topic(t)
+	produce(t, ctx, tp.Producer(nil), seqs(0, 0, 3)...)
+	c := consumer(t, tp, "g", isb.ManualCommit())
+	pullItems(t, ctx, c, 3)
+	pullCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	type result struct {
+		b   isb.Batch[Item]
+		err error
+	}
+	pulled := make(chan result, 1)
+	go func() {
+		b, err := c.Pull(pullCtx)
+		b.Items = slices.Clone(b.Items)
+		pulled <- result{b, err}
+	}()
+	time.Sleep(quiet) // let the Pull block
+	if err := c.CommitTo(0, 2); err != nil {
+		t.Fatalf("CommitTo while a Pull is blocked: %v", err)
+	}
+	if err := c.Commit(); err != nil {
+		t.Fatalf("Commit while a Pull is blocked: %v", err)
+	}
+	if n := tp.Pending("g"); n != 0 {
+		t.Fatalf("Pending after committing everything = %d, want 0", n)
+	}
+	produce(t, ctx, tp.Producer(nil), Item{Producer: 1})
+	r := <-pulled
+	if r.err != nil || r.b.Offset != 3 || !slices.Equal(r.b.Items, []Item{{Producer: 1}}) {
+		t.Fatalf("the blocked Pull returned offset %d %v, %v; want offset 3 [{1 0}]", r.b.Offset, r.b.Items, r.err)
 	}
 }

@@ -13,8 +13,9 @@ import (
 // Errors of SliceBackend. Besides storing, it checks that the topic keeps
 // the Backend contract, and reports a breach with one of these.
 var (
-	// ErrOutOfRange is returned by Read outside [Head, Tail).
-	ErrOutOfRange = errors.New("isbtest: offset out of range")
+	// ErrOutOfRange is isb.ErrOutOfRange (the same value), which every
+	// backend wraps for an offset it cannot serve or accept.
+	ErrOutOfRange = isb.ErrOutOfRange
 	// ErrBackwards is returned by a Commit or Release that moves back.
 	ErrBackwards = errors.New("isbtest: offset moves backwards")
 	// ErrBackendState is returned by Open on an open backend, by Open with

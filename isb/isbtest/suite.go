@@ -49,6 +49,7 @@ func Run(t *testing.T, f Factory) {
 		{"ProduceToOffsets", s.produceToOffsets},
 		{"CommitAfterEmptyAndCancelledPull", s.commitAfterEmptyPull},
 		{"CommitToErrors", s.commitToErrors},
+		{"CommitWhilePullBlocked", s.commitWhilePullBlocked},
 		{"AutoCommitResume", s.autoCommitResume},
 		{"ManualCommitResume", s.manualCommitResume},
 		{"LateGroup", s.lateGroup},

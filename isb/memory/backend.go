@@ -51,7 +51,7 @@ func NewTopic[T any](name string, opts ...isb.TopicOption) (*isb.Topic[T], error
 // Open creates the topic's empty partitions. A Backend can be opened once.
 func (b *Backend[T]) Open(topic string, partitions int) error {
 	if partitions < 1 {
-		return &isb.OptionError{Option: "Partitions", Value: partitions, Reason: "must be at least 1"}
+		return &isb.OptionError{Package: "memory", Option: "Partitions", Value: partitions, Reason: "must be at least 1"}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -3,14 +3,15 @@ package memory
 import (
 	"errors"
 	"fmt"
+
+	"github.com/runnel-dev/runnel/isb"
 )
 
-// Sentinel errors of the memory storage, matched with errors.Is.
+// Sentinel errors of the memory storage, matched with errors.Is. An offset
+// outside what the log holds (below the head, at or past the tail) or one
+// released while it was being read is an *OffsetError, matching
+// isb.ErrOutOfRange as every storage mode's does.
 var (
-	// ErrOffset is matched by every *OffsetError: an offset outside what the
-	// log holds (below the head, at or past the tail) or one that was
-	// released while it was being read.
-	ErrOffset = errors.New("memory: offset out of range")
 	// ErrReadSize is returned by a Read asking for fewer than one item.
 	ErrReadSize = errors.New("memory: read size must be at least 1")
 	// ErrOpened is returned when a Backend is opened a second time: a
@@ -36,5 +37,5 @@ func (e *OffsetError) Error() string {
 		e.Topic, e.Partition, e.Op, e.Offset, e.Head, e.Tail)
 }
 
-// Is makes errors.Is(err, ErrOffset) true.
-func (e *OffsetError) Is(target error) bool { return target == ErrOffset }
+// Is makes errors.Is(err, isb.ErrOutOfRange) true.
+func (e *OffsetError) Is(target error) bool { return target == isb.ErrOutOfRange }

@@ -149,7 +149,7 @@ func TestReadOutOfRange(t *testing.T) {
 	for _, o := range []int64{-1, 0, 4, 10, 11} {
 		_, err := l.Read(o, 1, nil)
 		var oe *memory.OffsetError
-		if !errors.As(err, &oe) || !errors.Is(err, memory.ErrOffset) ||
+		if !errors.As(err, &oe) || !errors.Is(err, isb.ErrOutOfRange) ||
 			oe.Offset != o || oe.Head != 5 || oe.Tail != 10 || oe.Op != "read" || oe.Partition != 1 || oe.Topic != "t" {
 			t.Errorf("Read(%d) error = %#v; want OffsetError{read %d head 5 tail 10 partition 1}", o, err, o)
 		}
@@ -186,8 +186,8 @@ func TestReleaseAndHead(t *testing.T) {
 		if (err == nil) != tc.ok || l.Head() != tc.head {
 			t.Errorf("Release(%d) = %v, head %d; want ok=%v head %d", tc.release, err, l.Head(), tc.ok, tc.head)
 		}
-		if !tc.ok && !errors.Is(err, memory.ErrOffset) {
-			t.Errorf("Release(%d) error = %v; want ErrOffset", tc.release, err)
+		if !tc.ok && !errors.Is(err, isb.ErrOutOfRange) {
+			t.Errorf("Release(%d) error = %v; want isb.ErrOutOfRange", tc.release, err)
 		}
 	}
 	// A group that never committed starts at the head: past every released item.
@@ -345,8 +345,8 @@ func TestRecycledSegmentsAreCleared(t *testing.T) {
 	if held[0] != &v[4] || held[1] != nil {
 		t.Errorf("segment 0 after recycling holds %v, %v; want &v[4], nil (reused and cleared)", held[0], held[1])
 	}
-	if _, err := l.Read(0, 1, nil); !errors.Is(err, memory.ErrOffset) {
-		t.Errorf("Read of a released offset = %v; want ErrOffset", err)
+	if _, err := l.Read(0, 1, nil); !errors.Is(err, isb.ErrOutOfRange) {
+		t.Errorf("Read of a released offset = %v; want isb.ErrOutOfRange", err)
 	}
 	if got, err := l.Read(4, 2, nil); err != nil || len(got) != 1 || got[0] != &v[4] {
 		t.Errorf("Read(4) = %v, %v; want [&v[4]]", got, err)

@@ -37,16 +37,14 @@ func MaxFreeSegments(n int) Option { return func(c *config) { c.maxFree = n } }
 
 func newConfig(opts []Option) (config, error) {
 	c := config{segmentSize: DefaultSegmentSize, maxFree: DefaultMaxFreeSegments}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
+	if err := isb.ApplyOptions(&c, "memory.Option", opts); err != nil {
+		return config{}, err
 	}
 	if c.segmentSize < 1 {
-		return config{}, &isb.OptionError{Option: "SegmentSize", Value: c.segmentSize, Reason: "must be at least 1"}
+		return config{}, &isb.OptionError{Package: "memory", Option: "SegmentSize", Value: c.segmentSize, Reason: "must be at least 1"}
 	}
 	if c.maxFree < 0 {
-		return config{}, &isb.OptionError{Option: "MaxFreeSegments", Value: c.maxFree, Reason: "must not be negative"}
+		return config{}, &isb.OptionError{Package: "memory", Option: "MaxFreeSegments", Value: c.maxFree, Reason: "must not be negative"}
 	}
 	return c, nil
 }

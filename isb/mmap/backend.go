@@ -43,20 +43,29 @@ var _ isb.Backend[int] = (*Backend[int])(nil)
 // New validates opts and returns a backend that stores topics under dir.
 // Nothing is touched on disk until Open.
 func New[T any](dir string, opts ...Option) (*Backend[T], error) {
-	cfg, err := newConfig[T](opts)
+	b, _, err := newBackend[T](dir, opts, false)
+	return b, err
+}
+
+func newBackend[T any](dir string, opts []Option, forNewTopic bool) (*Backend[T], []isb.TopicOption, error) {
+	cfg, topicOpts, err := newConfig[T](opts, forNewTopic)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if dir == "" {
-		return nil, &isb.OptionError{Option: "dir", Value: dir, Reason: "must name a directory"}
+		return nil, nil, &isb.OptionError{Package: "mmap", Option: "dir", Value: dir, Reason: "must name a directory"}
 	}
-	return &Backend[T]{root: dir, cfg: cfg, stop: make(chan struct{})}, nil
+	return &Backend[T]{root: dir, cfg: cfg, stop: make(chan struct{})}, topicOpts, nil
 }
 
 // NewTopic creates (or reopens and recovers) the durable topic name under
-// dir: New(dir, opts...) wrapped by isb.NewTopic(name, backend, topicOpts...).
-func NewTopic[T any](dir, name string, opts []Option, topicOpts ...isb.TopicOption) (*isb.Topic[T], error) {
-	b, err := New[T](dir, opts...)
+// dir from one option list: storage options, and topic options carried by
+// Topic. It is New(dir, storage options...) wrapped by isb.NewTopic(name,
+// backend, topic options...):
+//
+//	mmap.NewTopic[Order](dir, "orders", mmap.Topic(isb.Partitions(4)), mmap.SegmentSize(64<<20))
+func NewTopic[T any](dir, name string, opts ...Option) (*isb.Topic[T], error) {
+	b, topicOpts, err := newBackend[T](dir, opts, true)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +91,7 @@ func (b *Backend[T]) Open(topic string, partitions int) error {
 		return fmt.Errorf("%w: %q must be a single path component", ErrInvalidName, topic)
 	}
 	if partitions < 1 {
-		return &isb.OptionError{Option: "Partitions", Value: partitions, Reason: "must be at least 1"}
+		return &isb.OptionError{Package: "mmap", Option: "Partitions", Value: partitions, Reason: "must be at least 1"}
 	}
 	if b.used.Swap(true) {
 		return fmt.Errorf("%w: Open of topic %q: a Backend opens one topic once (it was opened or closed before)", ErrOpened, topic)

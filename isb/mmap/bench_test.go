@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/runnel-dev/runnel/isb/codec"
-	"golang.org/x/sys/unix"
 )
 
 // Benchmarks of 100-byte records (raw codec, so the payload is exactly 100
@@ -118,7 +117,7 @@ func BenchmarkProduce(b *testing.B) {
 						case <-stop:
 							return
 						case <-t.C:
-							unix.Fdatasync(int(f.Fd()))
+							fdatasync(f)
 						}
 					}
 				})
@@ -136,7 +135,7 @@ func BenchmarkProduce(b *testing.B) {
 						b.Fatal(err)
 					}
 					if pol.every > 0 && (i+1)%pol.every == 0 {
-						if err := unix.Fdatasync(int(f.Fd())); err != nil {
+						if err := fdatasync(f); err != nil {
 							b.Fatal(err)
 						}
 					}

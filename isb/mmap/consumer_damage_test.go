@@ -19,7 +19,7 @@ import (
 func damagedTopicDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	tp, err := NewTopic[string](dir, testTopic, []Option{SegmentSize(MinSegmentSize)}, isb.Partitions(2))
+	tp, err := NewTopic[string](dir, testTopic, SegmentSize(MinSegmentSize), Topic(isb.Partitions(2)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func damagedTopicDir(t *testing.T) string {
 
 func openDamaged(t *testing.T, dir string) *isb.Topic[string] {
 	t.Helper()
-	tp, err := NewTopic[string](dir, testTopic, []Option{SegmentSize(MinSegmentSize)}, isb.Partitions(2))
+	tp, err := NewTopic[string](dir, testTopic, SegmentSize(MinSegmentSize), Topic(isb.Partitions(2)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func crashChild() {
 		os.Exit(1)
 	}
 	ctx := context.Background()
-	topic, err := NewTopic[string](dir, testTopic, crashOptions(), isb.Partitions(crashParts))
+	topic, err := NewTopic[string](dir, testTopic, append(crashOptions(), Topic(isb.Partitions(crashParts)))...)
 	if err != nil {
 		fail("open: %v", err)
 	}

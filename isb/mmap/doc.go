@@ -5,7 +5,10 @@
 // survive a crash of the machine.
 //
 //	topic, err := mmap.NewTopic[Order](dataDir, "orders",
-//		[]mmap.Option{mmap.Flush(mmap.Batch(100))}, isb.Partitions(4))
+//		mmap.Topic(isb.Partitions(4)), mmap.Flush(mmap.Batch(100)))
+//
+// One option list configures both: storage options, and the topic's
+// options carried by Topic.
 //
 // # Layout
 //
@@ -109,7 +112,21 @@
 // Flush policies: Immediate (an Append returns after its records are
 // flushed), Batch(n) and Interval(d). A rollover and a commit are always
 // flush boundaries, so a commit never survives a crash that loses what it
-// covers. producer.offset is written only after the log is flushed, at
+// covers.
+//
+// Flushes are grouped (flush.go): a partition serializes its appenders
+// only while they copy records into the mapping, and is an
+// isb.ConcurrentLog, so the topic does not hold a lock across the flush.
+// Under Immediate an appender then flushes (msync) everything written up
+// to that moment, its own records and those of every appender that copied
+// before it, unless a flush that ran meanwhile covered its records already.
+// Appenders arriving while one flush runs share the next: an Append still
+// returns only after a flush that covers its records succeeded, and one
+// msync serves a wave of concurrent appenders (counted in
+// TestConcurrentAppendersShareAFlush). No appender waits for a timer or
+// for company. Records are published (Tail, readers) only after that
+// flush, so an Append that fails leaves its records invisible; a failed
+// flush fails every appender waiting on it and is sticky. producer.offset is written only after the log is flushed, at
 // every rollover, at Close and after every 4 MiB flushed; it may lag the
 // log, never lead it.
 //

@@ -21,9 +21,10 @@ var (
 	// ErrOpened is returned by a second Open of a Backend, also after
 	// Close: a Backend stores one topic once; reopen it with a new one.
 	ErrOpened = errors.New("mmap: backend already opened")
-	// ErrOutOfRange is returned by Read for an offset outside [Head, Tail)
-	// and by Commit for an offset beyond Tail.
-	ErrOutOfRange = errors.New("mmap: offset out of range")
+	// ErrUnsupported is returned by Open on a system other than Linux and
+	// macOS: the storage needs flock, shared mappings with msync and
+	// sparse files as they work there.
+	ErrUnsupported = errors.New("mmap: unsupported operating system")
 	// ErrReadSize is returned by a Read asking for fewer than one item.
 	ErrReadSize = errors.New("mmap: read size must be at least 1")
 )

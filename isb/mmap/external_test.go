@@ -15,7 +15,7 @@ import (
 // suite's volumes cross many rollovers.
 func factory(opts ...mmap.Option) isbtest.Factory {
 	return func(t testing.TB, name string, topicOpts ...isb.TopicOption) (*isb.Topic[isbtest.Item], error) {
-		tp, err := mmap.NewTopic[isbtest.Item](t.TempDir(), name, append([]mmap.Option{mmap.SegmentSize(64 << 10)}, opts...), topicOpts...)
+		tp, err := mmap.NewTopic[isbtest.Item](t.TempDir(), name, append([]mmap.Option{mmap.SegmentSize(64 << 10), mmap.Topic(topicOpts...)}, opts...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -48,9 +48,9 @@ func ExampleNewTopic() {
 	}
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	opts := []mmap.Option{mmap.Flush(mmap.Batch(100)), mmap.SegmentSize(1 << 20)}
+	opts := []mmap.Option{mmap.Topic(isb.Partitions(1)), mmap.Flush(mmap.Batch(100)), mmap.SegmentSize(1 << 20)}
 
-	topic, err := mmap.NewTopic[string](dir, "orders", opts, isb.Partitions(1))
+	topic, err := mmap.NewTopic[string](dir, "orders", opts...)
 	if err != nil {
 		panic(err)
 	}
@@ -67,7 +67,7 @@ func ExampleNewTopic() {
 	topic.Close()
 
 	// Reopen: the group resumes after its commit.
-	topic, err = mmap.NewTopic[string](dir, "orders", opts, isb.Partitions(1))
+	topic, err = mmap.NewTopic[string](dir, "orders", opts...)
 	if err != nil {
 		panic(err)
 	}
@@ -85,7 +85,7 @@ func ExampleNewTopic() {
 // holds capacity for them.
 func TestNewGroupStartsAtEarliestRetained(t *testing.T) {
 	ctx := context.Background()
-	tp, err := mmap.NewTopic[int](t.TempDir(), "nums", []mmap.Option{mmap.SegmentSize(mmap.MinSegmentSize)}, isb.Capacity(1000))
+	tp, err := mmap.NewTopic[int](t.TempDir(), "nums", mmap.SegmentSize(mmap.MinSegmentSize), mmap.Topic(isb.Capacity(1000)))
 	if err != nil {
 		t.Fatal(err)
 	}

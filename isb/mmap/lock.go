@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-
-	"golang.org/x/sys/unix"
 )
+
+// errWouldBlock is lockFile's error when another open file description
+// holds the lock.
+var errWouldBlock = errors.New("mmap: lock held")
 
 // lockDir takes an exclusive, non-blocking flock on dir. flock belongs to
 // the open file description, so a second open of the same topic fails in
@@ -17,12 +19,12 @@ func lockDir(dir string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mmap: open topic directory for locking: %w", err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := lockFile(f); err != nil {
 		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
+		if errors.Is(err, errWouldBlock) {
 			return nil, fmt.Errorf("%w: %s is open in another topic (this or another process)", ErrLocked, dir)
 		}
-		return nil, fmt.Errorf("mmap: lock %s: %w", dir, err)
+		return nil, fmt.Errorf("mmap: lock %s: %w", dir, err) // ErrUnsupported off linux and darwin
 	}
 	return f, nil
 }

@@ -48,12 +48,23 @@ type partition[T any] struct {
 	head atomic.Int64
 	tail atomic.Int64
 	pub  atomic.Pointer[writePos] // what readers and flushers may use
+	// written is where the last record in the mapping ends: ahead of pub
+	// while its appenders wait for the flush that publishes them.
+	written atomic.Pointer[writePos]
 
-	// Appender-only scratch (the topic calls Append from one goroutine at
-	// a time per partition).
-	scratch []byte
-	ends    []int
-	pos     []uint32
+	// appendMu serializes appenders while they copy records into the
+	// mapping (not while they wait for a flush); it guards the scratch
+	// below. It is taken before flushMu, never after.
+	appendMu sync.Mutex
+	sealed   bool // under closeMu: Seal ran, every Append is ErrClosed
+	scratch  []byte
+	ends     []int
+	pos      []uint32
+	one      [1]T // AppendOne's batch
+
+	// flushes counts msync calls that made records durable (rollovers
+	// included): the test of group flushes counts them.
+	flushes atomic.Int64
 
 	// flushMu orders flushes, rollovers and producer checkpoints.
 	flushMu sync.Mutex
@@ -65,6 +76,8 @@ type partition[T any] struct {
 	// cut off what may lie past the tail.
 	clean  atomic.Bool
 	failed error // sticky: an I/O error left durability unknown
+	// failedCopy points at failed once it is set, for loadFailed.
+	failedCopy atomic.Pointer[error]
 
 	// commitMu guards commits and serializes consumer checkpoint writes.
 	commitMu sync.Mutex
@@ -73,7 +86,7 @@ type partition[T any] struct {
 	releaseMu sync.Mutex // serializes retention
 }
 
-var _ isb.Log[int] = (*partition[int])(nil)
+var _ isb.ConcurrentLog[int] = (*partition[int])(nil)
 
 // Head is the first retained offset; Release moves it.
 func (p *partition[T]) Head() int64 { return p.head.Load() }
@@ -81,28 +94,63 @@ func (p *partition[T]) Head() int64 { return p.head.Load() }
 // Tail is the offset of the next append; everything below is readable.
 func (p *partition[T]) Tail() int64 { return p.tail.Load() }
 
-// Append encodes items, writes them after the tail and flushes as the
-// flush policy requires. An encode error, an item too large for a segment
-// or a failure to create a segment stores nothing.
-func (p *partition[T]) Append(items []T) (int64, error) {
+// Append encodes items, writes them after the tail and returns once they
+// are flushed as the flush policy requires; see flush.go for how appenders
+// that arrive together share one flush. An encode error, an item too large
+// for a segment or a failure to create a segment stores nothing. Append is
+// safe for concurrent use: the partition is an isb.ConcurrentLog.
+func (p *partition[T]) Append(items []T) (int64, error) { return p.append(items, nil) }
+
+// AppendOne is Append of one item; it spares the topic a slice per item.
+func (p *partition[T]) AppendOne(item T) (int64, error) { return p.append(nil, &item) }
+
+// append is Append of items, or of *one when items is nil.
+func (p *partition[T]) append(items []T, one *T) (int64, error) {
 	p.closeMu.RLock()
 	defer p.closeMu.RUnlock()
-	if p.closed {
+	if p.closed || p.sealed {
 		return 0, isb.ErrClosed
 	}
-	if err := p.loadFailed(); err != nil {
-		return 0, err
+	p.appendMu.Lock()
+	if one != nil {
+		p.one[0] = *one
+		items = p.one[:]
 	}
-	first := p.tail.Load()
+	first, end, err := p.writeLocked(items)
+	if one != nil {
+		var zero T
+		p.one[0] = zero // do not keep the item alive
+	}
+	p.appendMu.Unlock()
+	if err != nil || end == first {
+		return first, err
+	}
+	if p.b.cfg.flush.kind == flushInterval {
+		return first, nil // published by writeLocked
+	}
+	return first, p.publishDurable(end)
+}
+
+// writeLocked encodes items and copies them into the mapping after the
+// last written record, under appendMu. It returns the offset of the first
+// and the offset after the last. Under Interval it publishes them; under
+// Immediate and Batch publishDurable does, after the flush that covers
+// them, so that an Append that fails leaves its items invisible (the
+// topic releases their capacity and the producer may send them again).
+func (p *partition[T]) writeLocked(items []T) (first, end int64, err error) {
+	if err := p.loadFailed(); err != nil {
+		return 0, 0, err
+	}
+	cur := *p.written.Load()
+	first = cur.tail
 	if len(items) == 0 {
-		return first, nil
+		return first, first, nil
 	}
 	if err := p.encode(items, first); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// Plan where every record goes and create the segments the batch
 	// needs before touching the log, so a failure leaves no trace.
-	cur := *p.pub.Load()
 	var fresh []*segment
 	pos, capacity := cur.pos, len(cur.seg.data)
 	start := 0
@@ -113,7 +161,7 @@ func (p *partition[T]) Append(items []T) (int64, error) {
 				for _, s := range fresh {
 					s.discard()
 				}
-				return 0, err
+				return 0, 0, err
 			}
 			fresh = append(fresh, s)
 			pos, capacity = segmentHeaderSize, len(s.data)
@@ -126,17 +174,19 @@ func (p *partition[T]) Append(items []T) (int64, error) {
 			for _, s := range fresh {
 				s.discard()
 			}
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	locked := len(fresh) > 0
 	if locked {
 		// Rollovers are flush boundaries; holding flushMu until the
-		// batch is published keeps flushers off a half-switched state.
+		// batch is written (and, under Interval, published) keeps
+		// flushers off a half-switched state: a flusher always finds
+		// written in the segment durable stands in, or a later one.
 		p.flushMu.Lock()
 		defer p.flushMu.Unlock()
 	}
-	err := guarded(func() error {
+	err = guarded(func() error {
 		start := 0
 		p.pos = p.pos[:0]
 		for i, end := range p.ends {
@@ -169,28 +219,15 @@ func (p *partition[T]) Append(items []T) (int64, error) {
 			p.flushMu.Lock()
 			defer p.flushMu.Unlock()
 		}
-		return 0, p.failLocked(err)
+		return 0, 0, p.failLocked(err)
 	}
 	cur.tail = first + int64(len(items))
-	if pol := p.b.cfg.flush; pol.kind == flushImmediate || pol.kind == flushBatch {
-		if !locked {
-			p.flushMu.Lock()
-			defer p.flushMu.Unlock()
-		}
-		// Flush before publishing: an Append that returns an error must
-		// leave its items invisible (the topic releases their capacity
-		// and the producer may send them again), so a failed flush must
-		// not follow a published tail. flushMu is held until the tail is
-		// published, so no other flush sees durable ahead of pub.
-		if pol.kind == flushImmediate || cur.tail-p.durable.tail >= int64(pol.every) {
-			if err := p.flushToLocked(&cur); err != nil {
-				return 0, err
-			}
-		}
+	p.written.Store(&cur)
+	if p.b.cfg.flush.kind == flushInterval {
+		p.pub.Store(&cur)
+		p.tail.Store(cur.tail)
 	}
-	p.pub.Store(&cur)
-	p.tail.Store(cur.tail)
-	return first, nil
+	return first, cur.tail, nil
 }
 
 // encode frames every item as a record into p.scratch; p.ends holds where
@@ -226,6 +263,7 @@ func (p *partition[T]) encode(items []T, first int64) error {
 // On an error before s joins the log, s is discarded (its mapping and
 // temporary file would otherwise outlive the failed Append).
 func (p *partition[T]) rolloverLocked(cur *writePos, s *segment, next int64) error {
+	p.flushes.Add(1)
 	err := cur.seg.sync(p.durablePosIn(cur.seg), cur.pos)
 	if err == nil {
 		err = cur.seg.seal(next)
@@ -264,9 +302,12 @@ func (p *partition[T]) flushToLocked(st *writePos) error {
 	if p.failed != nil {
 		return p.failed
 	}
-	if st.tail == p.durable.tail {
+	if st.tail <= p.durable.tail {
+		// Nothing new, or a rollover made it durable already (durable
+		// then stands in a later segment than st: it never moves back).
 		return nil
 	}
+	p.flushes.Add(1)
 	if err := st.seg.sync(p.durablePosIn(st.seg), st.pos); err != nil {
 		return p.failLocked(err)
 	}
@@ -317,14 +358,18 @@ func (p *partition[T]) markDirty() error {
 func (p *partition[T]) failLocked(err error) error {
 	if p.failed == nil {
 		p.failed = fmt.Errorf("mmap: partition %d failed, reopen the topic: %w", p.id, err)
+		p.failedCopy.Store(&p.failed)
 	}
 	return p.failed
 }
 
+// loadFailed returns the sticky failure without taking flushMu, so that
+// appenders copy their records while a flush runs.
 func (p *partition[T]) loadFailed() error {
-	p.flushMu.Lock()
-	defer p.flushMu.Unlock()
-	return p.failed
+	if err := p.failedCopy.Load(); err != nil {
+		return *err
+	}
+	return nil
 }
 
 // Read decodes up to max records from offset into buf; max < 1 is
@@ -339,7 +384,7 @@ func (p *partition[T]) Read(offset int64, max int, buf []T) ([]T, error) {
 	}
 	tail := p.tail.Load()
 	if head := p.head.Load(); offset < head || offset >= tail {
-		return nil, fmt.Errorf("%w: partition %d: read at %d, retained [%d, %d)", ErrOutOfRange, p.id, offset, head, tail)
+		return nil, fmt.Errorf("%w: partition %d: read at %d, retained [%d, %d)", isb.ErrOutOfRange, p.id, offset, head, tail)
 	}
 	if max < 1 {
 		return nil, fmt.Errorf("%w: partition %d: read of %d items", ErrReadSize, p.id, max)
@@ -361,7 +406,7 @@ func (p *partition[T]) Read(offset int64, max int, buf []T) ([]T, error) {
 func (p *partition[T]) readLocked(offset int64, max int, buf []T, tail int64) ([]T, error) {
 	i := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].first > offset }) - 1
 	if i < 0 {
-		return nil, fmt.Errorf("%w: partition %d: offset %d was released", ErrOutOfRange, p.id, offset)
+		return nil, fmt.Errorf("%w: partition %d: offset %d was released", isb.ErrOutOfRange, p.id, offset)
 	}
 	seg, end := p.segs[i], tail
 	if i+1 < len(p.segs) {
@@ -400,7 +445,7 @@ func (p *partition[T]) Commit(group string, offset int64) error {
 		return isb.ErrClosed
 	}
 	if tail := p.tail.Load(); offset > tail {
-		return fmt.Errorf("%w: partition %d: commit of group %q at %d, beyond the tail %d", ErrOutOfRange, p.id, group, offset, tail)
+		return fmt.Errorf("%w: partition %d: commit of group %q at %d, beyond the tail %d", isb.ErrOutOfRange, p.id, group, offset, tail)
 	}
 	p.commitMu.Lock()
 	defer p.commitMu.Unlock()

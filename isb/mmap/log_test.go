@@ -59,8 +59,8 @@ func TestReadStopsAtSegmentEnd(t *testing.T) {
 	}
 	checkItems(t, got, int(boundary), 3)
 	for _, off := range []int64{-1, 400, 1000} {
-		if _, err := l.Read(off, 1, nil); !errors.Is(err, ErrOutOfRange) {
-			t.Fatalf("Read(%d): err = %v, want ErrOutOfRange", off, err)
+		if _, err := l.Read(off, 1, nil); !errors.Is(err, isb.ErrOutOfRange) {
+			t.Fatalf("Read(%d): err = %v, want isb.ErrOutOfRange", off, err)
 		}
 	}
 }
@@ -222,7 +222,7 @@ func TestCommits(t *testing.T) {
 	if c, _ := l.Committed("plain"); c != 1 {
 		t.Fatalf("commit moved backwards to %d", c)
 	}
-	if err := l.Commit("plain", 11); !errors.Is(err, ErrOutOfRange) {
+	if err := l.Commit("plain", 11); !errors.Is(err, isb.ErrOutOfRange) {
 		t.Fatalf("commit beyond tail: err = %v", err)
 	}
 	if err := b.Partition(1).Commit("only-p1", 0); err != nil {
@@ -360,7 +360,7 @@ func TestRetention(t *testing.T) {
 				t.Fatalf("segment %d exists=%v", i, exists(s.path))
 			}
 		}
-		if _, err := l.Read(segs[2].first-1, 1, nil); !errors.Is(err, ErrOutOfRange) {
+		if _, err := l.Read(segs[2].first-1, 1, nil); !errors.Is(err, isb.ErrOutOfRange) {
 			t.Fatalf("read below head: %v", err)
 		}
 		if err := b.Close(); err != nil {
@@ -543,8 +543,8 @@ func TestFailedFlushStoresNothing(t *testing.T) {
 	if got := l.Tail(); got != 3 {
 		t.Fatalf("tail = %d after a failed flush, want 3 (the batch must stay invisible)", got)
 	}
-	if _, err := l.Read(3, 5, nil); !errors.Is(err, ErrOutOfRange) {
-		t.Fatalf("Read(3) after a failed flush: err = %v, want ErrOutOfRange", err)
+	if _, err := l.Read(3, 5, nil); !errors.Is(err, isb.ErrOutOfRange) {
+		t.Fatalf("Read(3) after a failed flush: err = %v, want isb.ErrOutOfRange", err)
 	}
 	checkItems(t, readAll(t, l), 0, 3)
 	// The failure is sticky: nobody knows what reached the disk.

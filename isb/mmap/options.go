@@ -19,6 +19,8 @@ type options struct {
 	flush       FlushPolicy
 	retain      *int
 	log         *zap.Logger
+	topic       []isb.TopicOption // Topic: for NewTopic only
+	topicSet    bool
 }
 
 // config is the validated form of options.
@@ -56,6 +58,17 @@ func Flush(p FlushPolicy) Option { return func(o *options) { o.flush = p } }
 // group has consumed, deleting the oldest beyond that. Without this option
 // every segment is kept.
 func MaxRetainedConsumedSegments(n int) Option { return func(o *options) { o.retain = &n } }
+
+// Topic carries topic options (isb.Partitions, isb.Capacity,
+// isb.WithFullMode) in NewTopic's one option list, beside the storage's:
+//
+//	mmap.NewTopic[Order](dir, "orders", mmap.Topic(isb.Partitions(4)), mmap.Flush(mmap.Batch(100)))
+//
+// New refuses it: a Backend built alone is handed to isb.NewTopic, which
+// takes the topic options itself.
+func Topic(opts ...isb.TopicOption) Option {
+	return func(o *options) { o.topic, o.topicSet = append(o.topic, opts...), true }
+}
 
 // Logger sets where recovery reports what it repaired or found damaged:
 // a torn tail cut off, a damaged record kept, a checkpoint rebuilt by
@@ -106,14 +119,24 @@ func (p FlushPolicy) String() string {
 	return "unset"
 }
 
-func newConfig[T any](opts []Option) (config[T], error) {
+// newConfig applies opts over the defaults and validates the result once.
+// It returns the topic options of Topic apart; forNewTopic says whether
+// the caller (NewTopic) takes them.
+func newConfig[T any](opts []Option, forNewTopic bool) (config[T], []isb.TopicOption, error) {
 	o := options{segmentSize: DefaultSegmentSize, flush: Immediate()}
-	for _, opt := range opts {
-		if opt == nil {
-			return config[T]{}, &isb.OptionError{Option: "mmap.Option", Value: nil, Reason: "must not be nil"}
-		}
-		opt(&o)
+	if err := isb.ApplyOptions(&o, "mmap.Option", opts); err != nil {
+		return config[T]{}, nil, err
 	}
+	if o.topicSet && !forNewTopic {
+		return config[T]{}, nil, &isb.OptionError{Package: "mmap", Option: "Topic", Value: len(o.topic),
+			Reason: "configures NewTopic only; give a Backend's topic options to isb.NewTopic"}
+	}
+	c, err := validate[T](o)
+	return c, o.topic, err
+}
+
+// validate checks the applied options and turns them into a config.
+func validate[T any](o options) (config[T], error) {
 	c := config[T]{segmentSize: o.segmentSize, flush: o.flush, retain: -1, log: o.log}
 	if c.log == nil {
 		c.log = zap.NewNop()
@@ -123,32 +146,32 @@ func newConfig[T any](opts []Option) (config[T], error) {
 		c.codec = codec.JSON[T]()
 	case codec.Codec[T]:
 		if cd == nil {
-			return c, &isb.OptionError{Option: "WithCodec", Value: nil, Reason: "must not be nil"}
+			return c, &isb.OptionError{Package: "mmap", Option: "WithCodec", Value: nil, Reason: "must not be nil"}
 		}
 		c.codec = cd
 	default:
 		var zero T
-		return c, &isb.OptionError{Option: "WithCodec", Value: fmt.Sprintf("%T", o.codec), Reason: fmt.Sprintf("must be a codec.Codec[%T]", zero)}
+		return c, &isb.OptionError{Package: "mmap", Option: "WithCodec", Value: fmt.Sprintf("%T", o.codec), Reason: fmt.Sprintf("must be a codec.Codec[%T]", zero)}
 	}
 	if o.segmentSize < MinSegmentSize || o.segmentSize > MaxSegmentSize {
-		return c, &isb.OptionError{Option: "SegmentSize", Value: o.segmentSize, Reason: fmt.Sprintf("must be between %d and %d bytes", MinSegmentSize, int64(MaxSegmentSize))}
+		return c, &isb.OptionError{Package: "mmap", Option: "SegmentSize", Value: o.segmentSize, Reason: fmt.Sprintf("must be between %d and %d bytes", MinSegmentSize, int64(MaxSegmentSize))}
 	}
 	switch o.flush.kind {
 	case flushImmediate:
 	case flushBatch:
 		if o.flush.every < 1 {
-			return c, &isb.OptionError{Option: "Flush", Value: o.flush.every, Reason: "Batch(n) needs n >= 1"}
+			return c, &isb.OptionError{Package: "mmap", Option: "Flush", Value: o.flush.every, Reason: "Batch(n) needs n >= 1"}
 		}
 	case flushInterval:
 		if o.flush.after <= 0 {
-			return c, &isb.OptionError{Option: "Flush", Value: o.flush.after, Reason: "Interval(d) needs d > 0"}
+			return c, &isb.OptionError{Package: "mmap", Option: "Flush", Value: o.flush.after, Reason: "Interval(d) needs d > 0"}
 		}
 	default:
-		return c, &isb.OptionError{Option: "Flush", Value: o.flush, Reason: "use Immediate(), Batch(n) or Interval(d)"}
+		return c, &isb.OptionError{Package: "mmap", Option: "Flush", Value: o.flush, Reason: "use Immediate(), Batch(n) or Interval(d)"}
 	}
 	if o.retain != nil {
 		if *o.retain < 0 {
-			return c, &isb.OptionError{Option: "MaxRetainedConsumedSegments", Value: *o.retain, Reason: "must be at least 0"}
+			return c, &isb.OptionError{Package: "mmap", Option: "MaxRetainedConsumedSegments", Value: *o.retain, Reason: "must be at least 0"}
 		}
 		c.retain = *o.retain
 	}

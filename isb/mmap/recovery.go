@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 )
 
 // openPartition opens partition id of the topic, creating it when its
@@ -120,6 +119,7 @@ func (p *partition[T]) recover() error {
 	p.head.Store(head)
 	p.tail.Store(cur.tail)
 	p.pub.Store(&cur)
+	p.written.Store(&cur)
 	p.durable, p.ckpt = cur, cur
 	if clean && cur.tail == ckptTail {
 		// Closed cleanly: nothing lies past the tail, and opening
@@ -410,8 +410,8 @@ func (p *partition[T]) resetTail(cur writePos) error {
 	}
 	defer f.Close()
 	size := int64(cur.seg.size)
-	err = unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, int64(cur.pos), size-int64(cur.pos))
-	if errors.Is(err, unix.EOPNOTSUPP) {
+	err = punchHole(f, int64(cur.pos), size-int64(cur.pos))
+	if errors.Is(err, errors.ErrUnsupported) {
 		err = f.Truncate(int64(cur.pos))
 		if err == nil {
 			err = preallocate(f, int64(cur.pos), size-int64(cur.pos))

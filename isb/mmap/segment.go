@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
-
-	"golang.org/x/sys/unix"
 )
 
 // segment is one memory-mapped segment file.
@@ -69,7 +67,7 @@ func createSegment(dir string, first, size int64) (*segment, error) {
 	if _, err := f.WriteAt(hdr[:], 0); err != nil {
 		return fail(err)
 	}
-	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+	if err := fdatasync(f); err != nil {
 		return fail(err)
 	}
 	data, err := mapFile(f, size)
@@ -154,21 +152,6 @@ func (s *segment) ensureMapped() error {
 	return nil
 }
 
-// mapFile maps size bytes of f shared and read-write. MADV_RANDOM stops
-// the kernel from reading ahead and, on msync, from writing back whole
-// clusters of pages around the dirty ones.
-func mapFile(f *os.File, size int64) ([]byte, error) {
-	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("mmap: map %d bytes of %s: %w", size, f.Name(), err)
-	}
-	if err := unix.Madvise(data, unix.MADV_RANDOM); err != nil {
-		unix.Munmap(data)
-		return nil, fmt.Errorf("mmap: madvise %s: %w", f.Name(), err)
-	}
-	return data, nil
-}
-
 // preallocate sizes f to off+n bytes with ftruncate: the new range is a
 // hole that reads as zeros and costs no disk until written. It never
 // writes zeros: pages written with zeros make every later msync write far
@@ -212,7 +195,7 @@ func (s *segment) dataEnd(pos int) int {
 		return len(s.data)
 	}
 	defer f.Close()
-	end, err := unix.Seek(int(f.Fd()), int64(pos), unix.SEEK_HOLE)
+	end, err := seekHole(f, int64(pos))
 	if err != nil || end > int64(len(s.data)) || end < int64(pos) {
 		return len(s.data)
 	}
@@ -226,7 +209,7 @@ func (s *segment) sync(from, to int) error {
 		return nil
 	}
 	from -= from % pageSize
-	if err := unix.Msync(s.data[from:to], unix.MS_SYNC); err != nil {
+	if err := msync(s.data[from:to]); err != nil {
 		return fmt.Errorf("mmap: msync %s: %w", s.path, err)
 	}
 	return nil
@@ -245,7 +228,7 @@ func (s *segment) seal(next int64) error {
 
 func (s *segment) unmap() {
 	if s.data != nil {
-		unix.Munmap(s.data)
+		unmapFile(s.data)
 		s.data = nil
 	}
 }

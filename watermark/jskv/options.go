@@ -1,7 +1,7 @@
 package jskv
 
 import (
-	"fmt"
+	"github.com/runnel-dev/runnel/isb"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -48,7 +48,7 @@ func (c *config) kvConfig(bucket string) jetstream.KeyValueConfig {
 func WithHistory(n int) Option {
 	return optionFunc(func(c *config) error {
 		if n < 1 || n > 64 {
-			return fmt.Errorf("%w: WithHistory(%d): a bucket keeps 1 to 64 values per key", ErrInvalidOption, n)
+			return &isb.OptionError{Package: "jskv", Option: "WithHistory", Value: n, Reason: "a bucket keeps 1 to 64 values per key"}
 		}
 		c.history = uint8(n)
 		return nil
@@ -63,7 +63,7 @@ func WithHistory(n int) Option {
 func WithTTL(d time.Duration) Option {
 	return optionFunc(func(c *config) error {
 		if d != 0 && d < 100*time.Millisecond {
-			return fmt.Errorf("%w: WithTTL(%v): 0 (keep keys) or at least 100ms", ErrInvalidOption, d)
+			return &isb.OptionError{Package: "jskv", Option: "WithTTL", Value: d, Reason: "must be 0 (keep keys) or at least 100ms"}
 		}
 		c.ttl = d
 		return nil
@@ -75,7 +75,7 @@ func WithTTL(d time.Duration) Option {
 func WithReplicas(n int) Option {
 	return optionFunc(func(c *config) error {
 		if n < 1 || n > 5 {
-			return fmt.Errorf("%w: WithReplicas(%d): 1 to 5 replicas", ErrInvalidOption, n)
+			return &isb.OptionError{Package: "jskv", Option: "WithReplicas", Value: n, Reason: "must be 1 to 5 replicas"}
 		}
 		c.replicas = n
 		return nil
@@ -89,7 +89,7 @@ func WithReplicas(n int) Option {
 func WithStorage(st jetstream.StorageType) Option {
 	return optionFunc(func(c *config) error {
 		if st != jetstream.FileStorage && st != jetstream.MemoryStorage {
-			return fmt.Errorf("%w: WithStorage(%d): not FileStorage or MemoryStorage", ErrInvalidOption, int(st))
+			return &isb.OptionError{Package: "jskv", Option: "WithStorage", Value: int(st), Reason: "must be FileStorage or MemoryStorage"}
 		}
 		c.storage = st
 		return nil

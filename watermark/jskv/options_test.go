@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/watermark"
 	"github.com/runnel-dev/runnel/watermark/jskv"
 )
@@ -17,21 +18,21 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		opt  jskv.Option
 		want string
 	}{
-		{jskv.WithHistory(0), "jskv: invalid option: WithHistory(0): a bucket keeps 1 to 64 values per key"},
-		{jskv.WithHistory(65), "jskv: invalid option: WithHistory(65): a bucket keeps 1 to 64 values per key"},
-		{jskv.WithTTL(-time.Second), "jskv: invalid option: WithTTL(-1s): 0 (keep keys) or at least 100ms"},
-		{jskv.WithTTL(99 * time.Millisecond), "jskv: invalid option: WithTTL(99ms): 0 (keep keys) or at least 100ms"},
-		{jskv.WithReplicas(0), "jskv: invalid option: WithReplicas(0): 1 to 5 replicas"},
-		{jskv.WithReplicas(6), "jskv: invalid option: WithReplicas(6): 1 to 5 replicas"},
-		{jskv.WithStorage(jetstream.StorageType(7)), "jskv: invalid option: WithStorage(7): not FileStorage or MemoryStorage"},
-		{nil, "jskv: invalid option: nil Option"},
+		{jskv.WithHistory(0), "jskv: option WithHistory: a bucket keeps 1 to 64 values per key (got 0)"},
+		{jskv.WithHistory(65), "jskv: option WithHistory: a bucket keeps 1 to 64 values per key (got 65)"},
+		{jskv.WithTTL(-time.Second), "jskv: option WithTTL: must be 0 (keep keys) or at least 100ms (got -1s)"},
+		{jskv.WithTTL(99 * time.Millisecond), "jskv: option WithTTL: must be 0 (keep keys) or at least 100ms (got 99ms)"},
+		{jskv.WithReplicas(0), "jskv: option WithReplicas: must be 1 to 5 replicas (got 0)"},
+		{jskv.WithReplicas(6), "jskv: option WithReplicas: must be 1 to 5 replicas (got 6)"},
+		{jskv.WithStorage(jetstream.StorageType(7)), "jskv: option WithStorage: must be FileStorage or MemoryStorage (got 7)"},
+		{nil, "jskv: option jskv.Option: must not be nil (option 2 of 2) (got <nil>)"},
 	} {
 		s, err := jskv.New(js, jskv.WithHistory(3), c.opt)
-		if s != nil || !errors.Is(err, jskv.ErrInvalidOption) || err.Error() != c.want {
+		if s != nil || !errors.Is(err, isb.ErrInvalidOption) || err.Error() != c.want {
 			t.Errorf("New = %v, %v; want the error %q", s, err, c.want)
 		}
 	}
-	if _, err := jskv.New(nil); !errors.Is(err, jskv.ErrInvalidOption) || err.Error() != "jskv: invalid option: nil JetStream" {
+	if _, err := jskv.New(nil); !errors.Is(err, jskv.ErrInvalidOption) || err.Error() != "jskv: option New: needs a non-nil JetStream (got <nil>)" {
 		t.Errorf("New(nil) = %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/runnel-dev/runnel/isb"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -28,12 +29,12 @@ var _ watermark.Store = (*Store)(nil)
 // only when a bucket is first used.
 func New(js jetstream.JetStream, opts ...Option) (*Store, error) {
 	if js == nil {
-		return nil, fmt.Errorf("%w: nil JetStream", ErrInvalidOption)
+		return nil, &isb.OptionError{Package: "jskv", Option: "New", Value: nil, Reason: "needs a non-nil JetStream"}
 	}
 	cfg := defaultConfig()
-	for _, o := range opts {
+	for i, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
+			return nil, isb.NilOption("jskv.Option", i, len(opts))
 		}
 		if err := o.apply(&cfg); err != nil {
 			return nil, err

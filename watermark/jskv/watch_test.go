@@ -84,15 +84,18 @@ func TestWatchFailsWhenMemoryBucketLost(t *testing.T) {
 	if want := `jskv: watch failed: bucket "b": the ordered consumer could not be recreated (connection CONNECTED; the connection's async error handler has the cause)`; !errors.Is(err, jskv.ErrWatchFailed) || err.Error() != want {
 		t.Fatalf("watch failed with %v; want %s", err, want)
 	}
-	// The cause went to the connection's handler, as the error says.
+	// The cause went to the connection's handler, as the error says. The
+	// handler runs on the connection's own goroutine, so it may be called
+	// after the watch reported its failure: wait for it.
+	deadline := time.After(30 * time.Second)
 	for {
 		select {
 		case err := <-asyncErrs:
 			if errors.Is(err, nats.ErrStreamNotFound) {
 				return
 			}
-		default:
-			t.Fatal("no stream-not-found error reached the connection's error handler")
+		case <-deadline:
+			t.Fatal("no stream-not-found error reached the connection's error handler in 30s")
 		}
 	}
 }

@@ -1,0 +1,52 @@
+//go:build linux || darwin
+
+package mmap
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// This file holds the system calls that Linux and macOS share; sync_linux.go
+// and sync_darwin.go hold the two that differ (fdatasync, hole punching),
+// sys_other.go what every other system gets: an error at Open.
+
+// lockFile takes an exclusive, non-blocking flock on f; errWouldBlock
+// when another open file description holds it.
+func lockFile(f *os.File) error {
+	err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return errWouldBlock
+	}
+	return err
+}
+
+// mapFile maps size bytes of f shared and read-write. MADV_RANDOM stops
+// the kernel from reading ahead and, on msync, from writing back whole
+// clusters of pages around the dirty ones.
+func mapFile(f *os.File, size int64) ([]byte, error) {
+	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap: map %d bytes of %s: %w", size, f.Name(), err)
+	}
+	if err := unix.Madvise(data, unix.MADV_RANDOM); err != nil {
+		unix.Munmap(data)
+		return nil, fmt.Errorf("mmap: madvise %s: %w", f.Name(), err)
+	}
+	return data, nil
+}
+
+// unmapFile releases a mapping made by mapFile.
+func unmapFile(data []byte) { unix.Munmap(data) }
+
+// msync writes the dirty pages of data (page-aligned at its start) to disk
+// and waits for the writes.
+func msync(data []byte) error { return unix.Msync(data, unix.MS_SYNC) }
+
+// seekHole returns the start of the first hole at or after pos in f.
+func seekHole(f *os.File, pos int64) (int64, error) {
+	return unix.Seek(int(f.Fd()), pos, unix.SEEK_HOLE)
+}
