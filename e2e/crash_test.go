@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/runnel-dev/runnel/isb/mmap"
 	"github.com/runnel-dev/runnel/pipeline"
 	"github.com/runnel-dev/runnel/vertex"
+	"github.com/runnel-dev/runnel/watermark"
 )
 
 // The crash test of a durable pipeline: a child process runs
@@ -54,11 +56,17 @@ type fileSink struct {
 	mu  sync.Mutex
 	f   *os.File
 	buf []byte
+	// beforeWrite, when set, runs at the start of each Write (the
+	// end-of-stream restart test slows the sink down with it).
+	beforeWrite func()
 }
 
 func (s *fileSink) Write(_ context.Context, msgs []vertex.Message[string]) ([]vertex.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.beforeWrite != nil {
+		s.beforeWrite()
+	}
 	s.buf = s.buf[:0]
 	for _, m := range msgs {
 		s.buf = append(s.buf, m.Value...)
@@ -97,7 +105,20 @@ func crashChild() int {
 	formatted := pipeline.Map(p, "format", ids, func(_ context.Context, v int64) (string, error) {
 		return strconv.FormatInt(v, 10), nil
 	}, vertex.Replicas(2), vertex.BatchSize(100), vertex.BufferCapacity(5000))
-	pipeline.Sink(p, "file", formatted, &fileSink{f: f}, vertex.BatchSize(150), vertex.BufferCapacity(5000))
+	sink := &fileSink{f: f}
+	if os.Getenv("RUNNEL_E2E_SLOW_SINK") != "" {
+		// A slow sink that kills its own process (SIGKILL) once the source
+		// has handed every id of the topic to the first buffer (its group
+		// committed them all) and ended: the sink has not ended then.
+		sink.beforeWrite = func() {
+			if topic.Pending(crashSourceName) == 0 && p.Stats()[0].Watermark.Equal(watermark.Max) {
+				fmt.Fprintln(os.Stdout, "X")
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	pipeline.Sink(p, "file", formatted, sink, vertex.BatchSize(150), vertex.BufferCapacity(5000))
 	fmt.Fprintln(os.Stdout, "S") // SIGTERM is handled from here on
 	if err := p.Run(ctx); err != nil {
 		return fail("run: %v", err)
@@ -288,4 +309,51 @@ func assertDrained(t *testing.T, dir string) {
 	if p := topic.Pending(crashSourceName); p != 0 {
 		t.Errorf("the input topic's group has %d uncommitted items after the final run", p)
 	}
+}
+
+// TestDurablePipelineEndsAfterKillPastSourceEnd: a durable pipeline is
+// killed (SIGKILL, by its own slow sink) after its bounded source ended and
+// handed every id to the first buffer, but before the sink ended. Started
+// again on the same directories, it finishes by itself through end-of-stream
+// messages (the exhausted source ends again at once) and every id reaches
+// the sink.
+func TestDurablePipelineEndsAfterKillPastSourceEnd(t *testing.T) {
+	const total = 6000 // fits in the buffers, so the source ends while the sink is slow
+	dir := t.TempDir()
+	addIDs(t, dir, 0, total)
+	cmd, out, _, done := startChildOf(t, dir, "crash", "RUNNEL_E2E_SLOW_SINK=1")
+	select {
+	case <-done:
+	case <-time.After(3 * time.Minute):
+		cmd.Process.Kill()
+		<-done
+		t.Fatal("the slow child did not end")
+	}
+	if !slices.Contains(*out, "X") || cmd.ProcessState.ExitCode() != -1 {
+		t.Fatalf("the slow child was not killed past its source's end: state %v, output %q", cmd.ProcessState, *out)
+	}
+	before, _ := readSinkFile(t, dir)
+	if len(before) >= total {
+		t.Fatalf("the sink had all %d ids before the kill: the test killed nothing in flight", len(before))
+	}
+
+	cmd, out, _, done = startChild(t, dir)
+	select {
+	case <-done:
+	case <-time.After(3 * time.Minute):
+		cmd.Process.Kill()
+		<-done
+		t.Fatal("the restarted pipeline did not end by itself")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 || len(*out) == 0 || (*out)[len(*out)-1] != "D" {
+		t.Fatalf("restart: exit %d, output %q", code, *out)
+	}
+	after, _ := readSinkFile(t, dir)
+	for id := range int64(total) {
+		if after[id] == 0 {
+			t.Fatalf("id %d never reached the sink (%d of %d had before the kill)", id, len(before), total)
+		}
+	}
+	t.Logf("killed with %d of %d ids in the sink; the restart delivered the rest and ended by itself", len(before), total)
+	assertDrained(t, dir)
 }

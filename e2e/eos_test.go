@@ -16,13 +16,13 @@ import (
 )
 
 // storages are the buffer storages the end-of-stream tests run on: each
-// gives the pipeline options that select it. Durable storage joins the list
-// through its pipeline option.
+// gives the pipeline options that select it.
 var storages = []struct {
 	name    string
 	options func(t *testing.T) []pipeline.Option
 }{
 	{"memory", func(*testing.T) []pipeline.Option { return nil }},
+	{"mmap", func(t *testing.T) []pipeline.Option { return []pipeline.Option{pipeline.WithDataDir(t.TempDir())} }},
 }
 
 // finalStore records, per edge bucket, the processor/partition keys whose
