@@ -212,7 +212,7 @@ func readResults(t *testing.T, file string) (results map[string]int64, dups, tor
 }
 
 func TestCrashDurableReduce(t *testing.T) {
-	rounds, perRound := 32, int64(4_000)
+	rounds, perRound := 40, int64(4_000) // 30 SIGKILL, 10 SIGTERM
 	if n, err := strconv.Atoi(os.Getenv("RUNNEL_E2E_ROUNDS")); err == nil {
 		rounds = n // for debugging only: the test asks for at least 10 kills
 	}
@@ -227,16 +227,17 @@ func TestCrashDurableReduce(t *testing.T) {
 		total += perRound
 		cmd, out, ready, done := startChildOf(t, dir, "reduce-crash", env...)
 		clean := round%4 == 3
-		if clean {
-			select {
-			case <-ready:
-			case <-done:
-			}
+		// The random moment counts from the child's start of Run (it
+		// handles SIGTERM from there), not from exec: a child under -race
+		// on a loaded machine may take longer to start than the delay.
+		select {
+		case <-ready:
+		case <-done:
 		}
 		select {
 		case <-done:
 			finished++
-		case <-time.After(time.Duration(30+rng.IntN(900)) * time.Millisecond):
+		case <-time.After(time.Duration(rng.IntN(900)) * time.Millisecond):
 			if clean {
 				cmd.Process.Signal(syscall.SIGTERM)
 				stopped++
