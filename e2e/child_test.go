@@ -23,3 +23,11 @@ func runChild() bool {
 	}
 	return true
 }
+
+// childFail reports a child's failure to the parent (an "E" line on
+// stdout, which the parent turns into a test failure) and returns the
+// child's exit code.
+func childFail(format string, args ...any) int {
+	fmt.Fprintf(os.Stdout, "E "+format+"\n", args...)
+	return 1
+}

@@ -82,21 +82,17 @@ func (s *fileSink) Write(_ context.Context, msgs []vertex.Message[string]) ([]ve
 // SIGTERM (a clean stop, exit 0) or SIGKILL.
 func crashChild() int {
 	dir := os.Getenv("RUNNEL_E2E_DIR")
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stdout, "E "+format+"\n", args...)
-		return 1
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	topic, err := openCrashInput(dir)
 	if err != nil {
-		return fail("open input: %v", err)
+		return childFail("open input: %v", err)
 	}
 	defer topic.Close()
 	_, data, sinkFile := crashDirs(dir)
 	f, err := os.OpenFile(sinkFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
-		return fail("open sink file: %v", err)
+		return childFail("open sink file: %v", err)
 	}
 	defer f.Close()
 	p := pipeline.New("crash", pipeline.WithDataDir(data))
@@ -121,7 +117,7 @@ func crashChild() int {
 	pipeline.Sink(p, "file", formatted, sink, vertex.BatchSize(150), vertex.BufferCapacity(5000))
 	fmt.Fprintln(os.Stdout, "S") // SIGTERM is handled from here on
 	if err := p.Run(ctx); err != nil {
-		return fail("run: %v", err)
+		return childFail("run: %v", err)
 	}
 	fmt.Fprintln(os.Stdout, "D")
 	return 0

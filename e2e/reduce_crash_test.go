@@ -104,15 +104,11 @@ func countDistinct() vertex.Aggregator[int64, map[int64]struct{}, int64] {
 func reduceCrashChild() int {
 	dir := os.Getenv("RUNNEL_E2E_DIR")
 	perRound, _ := strconv.ParseInt(os.Getenv("RUNNEL_E2E_PER_ROUND"), 10, 64)
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stdout, "E "+format+"\n", args...)
-		return 1
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	topic, err := openCrashInput(dir)
 	if err != nil {
-		return fail("open input: %v", err)
+		return childFail("open input: %v", err)
 	}
 	defer topic.Close()
 	_, data, _ := crashDirs(dir)
@@ -121,7 +117,7 @@ func reduceCrashChild() int {
 	for _, name := range []string{fixedFile, sessionFile} {
 		f, err := os.OpenFile(name, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		if err != nil {
-			return fail("open sink file: %v", err)
+			return childFail("open sink file: %v", err)
 		}
 		defer f.Close()
 		sinks = append(sinks, &crashResultSink{f: f})
@@ -139,7 +135,7 @@ func reduceCrashChild() int {
 	pipeline.Sink(p, "session-out", sessions, sinks[1], vertex.BatchSize(100))
 	fmt.Fprintln(os.Stdout, "S") // SIGTERM is handled from here on
 	if err := p.Run(ctx); err != nil {
-		return fail("run: %v", err)
+		return childFail("run: %v", err)
 	}
 	fmt.Fprintln(os.Stdout, "D")
 	return 0
