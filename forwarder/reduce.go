@@ -120,7 +120,7 @@ func RunReduce[In, S, Out any](hard, stop context.Context, cfg Config, in Input[
 	parts := replicaParts[In]{
 		mode: chunkByKey, // one shard per worker: dispatch by key hash
 		out:  func() output { return red },
-		newHandler: func(r *reader[In]) handler[In] {
+		newPending: func(r *reader[In]) pendingHandler[In] {
 			if red.r == nil {
 				red.r = r
 				red.w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, red.watermark)
@@ -173,12 +173,19 @@ type reduceShard[In, S, Out any] struct {
 	vals    []byte
 	wins    []wal.Window
 	gcs     []wal.Window
+	// pending is the last append handed to the log, maybe not yet durable:
+	// results are written only once it is (see closeUpTo).
+	pending *wal.Pending
 }
 
 // handle adds a chunk's messages to the shard's windows, sends the late
 // ones to the late stream, then closes what the chunk's watermark closed.
-// The chunk is acked when it returns nil.
-func (sh *reduceShard[In, S, Out]) handle(ctx context.Context, chunk []inflight[In]) error {
+// With a log, it hands the chunk's entries to the WAL and returns the wait
+// for them to be durable: the chunk is acked after that, while the worker
+// goes on with the next chunk (the group commit shares one fsync among the
+// chunks appended meanwhile). Without one, the chunk is acked when handle
+// returns nil.
+func (sh *reduceShard[In, S, Out]) handle(ctx context.Context, chunk []inflight[In]) (func(context.Context) error, error) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.lates = sh.lates[:0]
@@ -198,18 +205,25 @@ func (sh *reduceShard[In, S, Out]) handle(ctx context.Context, chunk []inflight[
 		}
 		if red.spec.Log != nil {
 			if err := sh.logEntry(it); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	// Durable before the chunk is acked.
-	if err := sh.appendLogged(ctx); err != nil {
-		return err
+	// Durable before the chunk is acked: the wait is the chunk's settling.
+	p, err := sh.appendLogged(ctx)
+	if err != nil {
+		return nil, err
 	}
 	if err := sh.writeLate(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	return sh.closeUpTo(ctx, sh.wm)
+	if err := sh.closeUpTo(ctx, sh.wm); err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, nil
+	}
+	return p.Wait, nil
 }
 
 // writeLate writes the late messages of the chunk to the late stream, or
@@ -264,6 +278,12 @@ func (sh *reduceShard[In, S, Out]) closeUpTo(ctx context.Context, wm int64) erro
 		}
 		return nil
 	})
+	if err == nil && (len(sh.outs) > 0 || len(sh.gcs) > 0) {
+		// Results only of durable entries: a crash after they are written
+		// re-emits them from the log alone, the same messages in the same
+		// order, never from redelivered ones read in another order.
+		err = sh.logDurable(ctx)
+	}
 	if err == nil && len(sh.outs) > 0 {
 		err = red.w.Write(ctx, sh.outs, sh.out)
 	}
