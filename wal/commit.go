@@ -205,12 +205,22 @@ func (w *WAL) stoppedErr() error {
 }
 
 // run is the committer goroutine, owned by the WAL: started by Open,
-// stopped by Close (w.stop). It writes batches, compacts, and stops for
-// good on a write error, which Err reports. When it exits it sends the
-// error that stopped it (nil for Close) on w.errc, which Close receives,
-// and closes w.done, on which appenders wait.
+// stopped by Close (w.stop). It writes batches, starts compactions (each in
+// a goroutine of its own, see compaction) and switches generations when
+// one is built, and stops for good on a write error, which Err reports.
+// When it exits it abandons a running compaction, sends the error that
+// stopped it (nil for Close) on w.errc, which Close receives, and closes
+// w.done, on which appenders wait.
 func (w *WAL) run() {
+	var queued []chan error // Compact calls that came while a compaction ran
 	defer func() {
+		if c := w.running; c != nil {
+			w.running = nil
+			w.abandon(c, w.stoppedErr())
+		}
+		for _, ch := range queued {
+			ch <- w.stoppedErr()
+		}
 		w.errc <- w.Err()
 		close(w.done)
 	}()
@@ -222,6 +232,10 @@ func (w *WAL) run() {
 	}
 	var group []*request
 	for {
+		var built <-chan error // the running compaction's result
+		if w.running != nil {
+			built = w.running.errc
+		}
 		select {
 		case <-w.stop:
 			return
@@ -242,22 +256,29 @@ func (w *WAL) run() {
 			if err != nil {
 				return
 			}
-			if len(w.closed) > 0 && w.genBytes > max(2*w.keptSize, w.cfg.compactMin) {
-				if w.tryCompact(false) != nil && w.Err() != nil {
-					return
-				}
+			if w.running == nil && len(w.closed) > 0 && w.genBytes > max(2*w.keptSize, w.cfg.compactMin) {
+				w.running = w.startCompaction(false, nil)
 			}
 		case <-tick:
-			if len(w.closed) > 0 && w.appended.Load() {
-				if w.tryCompact(false) != nil && w.Err() != nil {
-					return
-				}
+			if w.running == nil && len(w.closed) > 0 && w.appended.Load() {
+				w.running = w.startCompaction(false, nil)
 			}
-		case c := <-w.compacts:
-			err := w.tryCompact(true)
-			c <- err
-			if err != nil && w.Err() != nil {
+		case ch := <-w.compacts:
+			if w.running != nil {
+				queued = append(queued, ch) // after it: windows closed since its snapshot go too
+				continue
+			}
+			w.running = w.startCompaction(true, []chan error{ch})
+		case err := <-built:
+			c := w.running
+			w.running = nil
+			<-c.done
+			if w.finishCompaction(c, err) != nil && w.Err() != nil {
 				return
+			}
+			if len(queued) > 0 {
+				w.running = w.startCompaction(true, queued)
+				queued = nil
 			}
 		}
 	}
@@ -297,6 +318,9 @@ func (w *WAL) commit(group []*request) error {
 			seal(e, w.batchID, flags)
 			index++
 			w.batch.Write(index, e)
+			if w.running != nil {
+				w.running.noteCommitted(e)
+			}
 			frame := frameSize(e)
 			bytes += frame
 			if w.addFrame(frame) {

@@ -27,7 +27,10 @@
 // log holds. Closing windows appends a GC event; compaction (at Open, every
 // CompactEvery, and when the log doubled since the last one) rewrites the
 // log without closed windows, so disk use follows the open windows, not
-// history. What compaction drops is summed up in the new generation's
+// history. After Open it runs in a goroutine of its own, owned by the
+// committer, so appends are never held by it: it rewrites the entries up
+// to a snapshot while appends go on, then the committer copies what was
+// appended since and switches generations. What compaction drops is summed up in the new generation's
 // checkpoint entry: the highest offset per partition and the highest GC
 // watermark, both in Recovered.
 //
