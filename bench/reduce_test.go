@@ -61,7 +61,7 @@ func BenchmarkReduce(b *testing.B) {
 }
 
 // reduceEntrySize is the bytes the reduce WAL writes for one message of
-// the benchmark (frame, header, partition, offset, event time, key, window
+// the benchmark (frame, header, partition, offset, event time, ID, key, window
 // and the JSON value), measured by appending one to a WAL.
 func reduceEntrySize(b *testing.B) int {
 	w, err := wal.Open(b.TempDir(), wal.CompactEvery(0))
@@ -71,7 +71,7 @@ func reduceEntrySize(b *testing.B) int {
 	defer w.Close()
 	before := w.Stats().LogBytes
 	start := time.Unix(1_800_000_000, 0)
-	e := wal.Entry{Partition: 0, Offset: 123456, EventTime: start.Add(123456 * time.Microsecond),
+	e := wal.Entry{Partition: 0, Offset: 123456, EventTime: start.Add(123456 * time.Microsecond), ID: "123456",
 		Keys: []string{"key-1234"}, Windows: []wal.Window{{Start: start, End: start.Add(time.Second)}},
 		Value: []byte("123456")}
 	if err := w.Append(context.Background(), e); err != nil {

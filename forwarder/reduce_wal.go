@@ -37,8 +37,8 @@ import (
 //   - Closing windows writes their results, then appends a GC event. A
 //     crash between the two re-emits those windows after the restart, from
 //     the same messages in the same order: the same result IDs and values
-//     (a streaming reducer sees the replayed messages without their IDs,
-//     which the log does not keep).
+//     (a streaming reducer sees the replayed messages with their IDs, event
+//     times, keys and values; headers and tags are not logged).
 //   - A Stopped end (the pipeline was cancelled) leaves the open windows in
 //     the log for the next run instead of emitting them.
 //
@@ -64,7 +64,7 @@ func (red *reduceReplica[In, S, Out]) recover() error {
 		if err != nil {
 			return fmt.Errorf("reduce WAL replay: %w", err)
 		}
-		m := vertex.Message[In]{EventTime: e.EventTime, Keys: e.Keys}
+		m := vertex.Message[In]{ID: e.ID, EventTime: e.EventTime, Keys: e.Keys}
 		if err := log.Codec.Decode(e.Value, &m.Value); err != nil {
 			return fmt.Errorf("reduce WAL replay: partition %d offset %d: value with codec %s: %w", e.Partition, e.Offset, log.Codec.Name(), err)
 		}
@@ -100,7 +100,7 @@ func (sh *reduceShard[In, S, Out]) logEntry(it *inflight[In]) error {
 	wins := len(sh.wins)
 	sh.wins = sh.set.added(sh.wins)
 	sh.entries = append(sh.entries, wal.Entry{Partition: int32(it.partition), Offset: it.offset,
-		EventTime: it.msg.EventTime, Keys: it.msg.Keys})
+		EventTime: it.msg.EventTime, ID: it.msg.ID, Keys: it.msg.Keys})
 	sh.spans = append(sh.spans, [4]int{from, len(sh.vals), wins, len(sh.wins)})
 	return nil
 }

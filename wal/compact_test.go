@@ -314,7 +314,8 @@ func TestWriteFailureStops(t *testing.T) {
 // and a window closed meanwhile is dropped by the next compaction.
 func TestAppendsDuringCompaction(t *testing.T) {
 	dir := t.TempDir()
-	w := openT(t, dir, SegmentSize(tableSeg), CompactEvery(0))
+	// Only the explicit Compact runs: no periodic or growth trigger.
+	w := openT(t, dir, SegmentSize(tableSeg), CompactEvery(0), CompactAfter(1<<40))
 	for i := range 100 {
 		appendT(t, w, msg(0, int64(i), i%2)) // windows 0 and 1
 	}
@@ -379,7 +380,7 @@ func TestAppendsDuringCompaction(t *testing.T) {
 // answers its Compact with ErrClosed and leaves the log as it was.
 func TestCloseAbandonsCompaction(t *testing.T) {
 	dir := t.TempDir()
-	w := openT(t, dir, CompactEvery(0))
+	w := openT(t, dir, CompactEvery(0), CompactAfter(1<<40))
 	appendT(t, w, msg(0, 1, 0), msg(0, 2, 1))
 	if err := w.GC(ctx, win(0).End, win(0)); err != nil {
 		t.Fatal(err)

@@ -63,20 +63,22 @@
 //	 0        4         5      6       7            15
 //	+--------+---------+------+-------+------------+---------------------+
 //	| crc32c | version | kind | flags | batch u64  | body                |
-//	| of 4:  | u8 = 1  | u8   | u8    | write batch| (by kind)           |
+//	| of 4:  | u8 = 2  | u8   | u8    | write batch| (by kind)           |
 //	+--------+---------+------+-------+------------+---------------------+
 //	flags: 1 = last entry of its write batch
 //
 //	kind 1, message:
-//	+-----------+----------+------------+------------------+-------------+-------+
-//	| partition | offset   | event time | keys             | windows     | value |
-//	| u32       | i64      | i64 ns     | n, (len, bytes)* | n, window*  | rest  |
-//	+-----------+----------+------------+------------------+-------------+-------+
+//	+-----------+--------+------------+------------+------------------+------------+-------+
+//	| partition | offset | event time | id         | keys             | windows    | value |
+//	| u32       | i64    | i64 ns     | len, bytes | n, (len, bytes)* | n, window* | rest  |
+//	+-----------+--------+------------+------------+------------------+------------+-------+
 //	kind 2, GC event:    | watermark i64 ns | windows: n, window* |
 //	kind 3, checkpoint:  | watermark i64 ns | n, (partition u32, offset i64)* |
 //	window:              | start i64 ns | end i64 ns | session u64 (0: aligned) |
 //
-// n and len are uvarints; a zero time is stored as the minimum int64. Entry
+// n and len are uvarints; a zero time is stored as the minimum int64.
+// Version 2 added the message id; an entry of version 1 (or any other) is
+// refused with a *VersionError naming its segment and index. Entry
 // 1 of every generation is its checkpoint, and no other entry is one.
 // Compaction writes all its entries as one batch. A GC event without
 // windows, in the batch of the entry before it, is written by Open to end a

@@ -17,6 +17,7 @@ type Entry struct {
 	Partition int32     // ISB partition the message was read from
 	Offset    int64     // its offset in that partition
 	EventTime time.Time // its event time; the zero Time is stored as such
+	ID        string    // the message's ID, so that a replayed message keeps it
 	Keys      []string  // its keys
 	Windows   []Window  // the windows it was assigned to; at least one
 	Value     []byte    // the value, already encoded by the caller's codec
@@ -48,9 +49,11 @@ func (w Window) key() windowKey {
 	return windowKey{start: encodeTime(w.Start), end: encodeTime(w.End)}
 }
 
-// The entry format (drawn in doc.go). All integers little-endian.
+// The entry format (drawn in doc.go). All integers little-endian. Version
+// 2 added the message ID; version 1 entries are refused (*VersionError): no
+// release wrote them.
 const (
-	formatVersion = 1
+	formatVersion = 2
 	headerSize    = 15 // crc u32, version u8, kind u8, flags u8, batch u64
 	windowSize    = 24 // start i64, end i64, session u64
 
@@ -152,6 +155,8 @@ func appendMessage(dst []byte, e *Entry) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(e.Partition))
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(e.Offset))
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(encodeTime(e.EventTime)))
+	dst = binary.AppendUvarint(dst, uint64(len(e.ID)))
+	dst = append(dst, e.ID...)
 	dst = binary.AppendUvarint(dst, uint64(len(e.Keys)))
 	for _, k := range e.Keys {
 		dst = binary.AppendUvarint(dst, uint64(len(k)))
@@ -269,6 +274,9 @@ func (d *decoder) decodeBody(h header, e []byte) (record, error) {
 		m.Partition = int32(b.u32())
 		m.Offset = int64(b.u64())
 		m.EventTime = decodeTime(int64(b.u64()))
+		if id := b.bytes(); len(id) > 0 {
+			m.ID = string(id)
+		}
 		if n := b.count(1); n > 0 {
 			m.Keys = d.takeKeys(n)
 			for i := range m.Keys {
