@@ -107,6 +107,6 @@
 // acknowledged entries, since they were fsync'd.
 //
 // Open reads the whole live generation, which compaction keeps to the open
-// windows (about 5M entries per CPU-second here; see docs/benchmarks.md).
+// windows (3-5M entries per CPU-second here; see docs/benchmarks.md).
 // Replay reads it again without re-checking crcs.
 package wal
