@@ -76,7 +76,8 @@ type ReduceSpec[In, S, Out any] struct {
 // watermark advances when no data comes).
 //
 // Acknowledgement: a message is acked (and its offset committed) once it
-// is added to its windows, not when they close.
+// is added to its windows (with a log: once its WAL entry is durable, which
+// the worker does not wait for), not when they close.
 //
 // End of stream: the replica ends once its input has ended (see eos.go).
 // When every upstream stream ended Final, its watermark is watermark.Max,

@@ -242,7 +242,7 @@ type decoder struct {
 }
 
 // idChunk is the size of the arena chunks message IDs are copied into: one
-// allocation per chunk instead of one per ID (a third of a replay's cost).
+// allocation per chunk instead of one per ID.
 const idChunk = 16 << 10
 
 // id returns a copy of b as a string carved out of the ID arena. The arena
