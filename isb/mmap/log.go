@@ -322,6 +322,12 @@ func (p *partition[T]) rolloverLocked(cur *writePos, s *segment, next int64) err
 		s.discard()
 		return err
 	}
+	// The new segment's index will likely hold as many records as the
+	// last one: sized once, it does not grow (and copy) twenty times.
+	cur.seg.mu.Lock()
+	hint := len(cur.seg.eager)
+	cur.seg.mu.Unlock()
+	s.eager = make([]uint32, 0, hint)
 	p.segMu.Lock()
 	p.segs = append(p.segs, s)
 	p.segMu.Unlock()
