@@ -45,6 +45,13 @@ func BenchmarkDurable(b *testing.B) {
 	b.Run("mmap-immediate-inflight8x", func(b *testing.B) {
 		benchRunnelMap(b, []vertex.Option{vertex.MaxInFlight(8 * vertex.DefaultBatchSize)}, pipeline.WithStorage(pipeline.MMap(b.TempDir())), pipeline.WithCodec(rawInt64))
 	})
+	// Commits are persisted every DefaultCommitInterval (20 ms): a
+	// checkpoint with two fsyncs per buffer, which share the disk with
+	// the data flushes. A longer interval trades them for more duplicates
+	// after a crash (pipeline.CommitInterval).
+	b.Run("mmap-immediate-commit100ms", func(b *testing.B) {
+		benchRunnel(b, pipeline.WithStorage(pipeline.MMap(b.TempDir())), pipeline.WithCodec(rawInt64), pipeline.CommitInterval(100*time.Millisecond))
+	})
 	b.Run("mmap-batch", func(b *testing.B) {
 		benchRunnel(b, pipeline.WithStorage(pipeline.MMap(b.TempDir(), mmap.Flush(mmap.Batch(vertex.DefaultBatchSize)))), pipeline.WithCodec(rawInt64))
 	})
