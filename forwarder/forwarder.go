@@ -89,6 +89,11 @@ type replicaParts[T any] struct {
 	// loop, when not nil, runs beside the reader (as the idle loops do)
 	// until the replica has drained.
 	loop func(ctx context.Context)
+	// newStaged, when not nil, replaces newHandler: a worker's chunk is
+	// acked once the writes its handler staged complete, which a
+	// completer goroutine of the worker waits for while the worker goes
+	// on with its next chunks (see staged_worker.go).
+	newStaged func(r *reader[T]) stagedHandler[T]
 	// end, when not nil, runs once the input has ended (every partition
 	// read has ended and every worker is done, with no failure), before
 	// the replica ends its output: a reduce replica closes its windows
@@ -115,9 +120,22 @@ func runReplicaParts[T any](hard, stop context.Context, cfg Config, in Input[T],
 	var failed atomic.Bool
 	var workerErr error // the first worker error, written once under failed
 	var wg sync.WaitGroup
+	fail := func(err error) {
+		if hard.Err() == nil && failed.CompareAndSwap(false, true) {
+			workerErr = asProcessError(cfg, err)
+			if cfg.Fail != nil {
+				cfg.Fail(workerErr)
+			}
+		}
+	}
 	for i := range workers {
-		h := newHandler(r)
 		ch := chans[i%len(chans)]
+		if parts.newStaged != nil {
+			h := parts.newStaged(r)
+			wg.Go(func() { runStagedWorker(hard, r, ch, h, &failed, fail) })
+			continue
+		}
+		h := newHandler(r)
 		wg.Go(func() {
 			for chunk := range ch {
 				if failed.Load() || hard.Err() != nil {
@@ -126,12 +144,7 @@ func runReplicaParts[T any](hard, stop context.Context, cfg Config, in Input[T],
 				}
 				if err := h(hard, chunk); err != nil {
 					r.nack(chunk)
-					if hard.Err() == nil && failed.CompareAndSwap(false, true) {
-						workerErr = asProcessError(cfg, err)
-						if cfg.Fail != nil {
-							cfg.Fail(workerErr)
-						}
-					}
+					fail(err)
 					continue
 				}
 				r.ack(chunk)
