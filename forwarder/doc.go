@@ -22,6 +22,16 @@
 // cancelled Pull delivers nothing), so a drained partition is committed at
 // once and an upstream waiting for capacity never waits for an idle reader.
 //
+// On durable storage a write is done once flushed, and a flush costs about
+// as much for one message as for a thousand. Where the buffers stage
+// writes (isb.StagedLog), a source replica keeps several read batches and
+// a map worker several chunks in flight: a write is staged, and a
+// completer goroutine waits for its flush, publishes its watermark and
+// only then acks it (the source in read order), while the loop goes on
+// with the next (source_batches.go, staged_worker.go). Nothing is acked
+// before it is durable; memory storage stages nothing and runs the serial
+// loops.
+//
 // A replica ends by itself when its input has ended: every processor
 // writing to the partitions it reads has written its end-of-stream message
 // there, and everything read is acked. It then ends its own output the same

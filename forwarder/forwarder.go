@@ -54,14 +54,6 @@ type Input[T any] struct {
 // chunk is acked. It belongs to one worker goroutine.
 type handler[T any] func(ctx context.Context, chunk []inflight[T]) error
 
-// pendingHandler is a handler that may leave a chunk's completion pending:
-// with a nil error and a non-nil wait, the chunk is acked once wait returns
-// nil (nacked, failing the replica, on an error), while the worker goes on
-// with its next chunks. Chunks of one worker settle in order. A reduce
-// replica with a log returns the wait of its chunk's WAL append, so that
-// reading and aggregating overlap the fsync.
-type pendingHandler[T any] func(ctx context.Context, chunk []inflight[T]) (wait func(context.Context) error, err error)
-
 // chunking says how the reader splits a batch among the workers.
 type chunking uint8
 
@@ -94,12 +86,14 @@ type replicaParts[T any] struct {
 	// newHandler makes the handler of one worker; it is called once per
 	// worker, in worker order, from one goroutine.
 	newHandler func(r *reader[T]) handler[T]
-	// newPending, when not nil, is used instead of newHandler: each worker
-	// gets an acker goroutine beside it that acks its chunks as they settle.
-	newPending func(r *reader[T]) pendingHandler[T]
 	// loop, when not nil, runs beside the reader (as the idle loops do)
 	// until the replica has drained.
 	loop func(ctx context.Context)
+	// newStaged, when not nil, replaces newHandler: a worker's chunk is
+	// acked once the writes its handler staged complete, which a
+	// completer goroutine of the worker waits for while the worker goes
+	// on with its next chunks (see staged_worker.go).
+	newStaged func(r *reader[T]) stagedHandler[T]
 	// end, when not nil, runs once the input has ended (every partition
 	// read has ended and every worker is done, with no failure), before
 	// the replica ends its output: a reduce replica closes its windows
@@ -125,6 +119,7 @@ func runReplicaParts[T any](hard, stop context.Context, cfg Config, in Input[T],
 	}
 	var failed atomic.Bool
 	var workerErr error // the first worker error, written once under failed
+	var wg sync.WaitGroup
 	fail := func(err error) {
 		if hard.Err() == nil && failed.CompareAndSwap(false, true) {
 			workerErr = asProcessError(cfg, err)
@@ -133,58 +128,26 @@ func runReplicaParts[T any](hard, stop context.Context, cfg Config, in Input[T],
 			}
 		}
 	}
-	var wg sync.WaitGroup
 	for i := range workers {
 		ch := chans[i%len(chans)]
-		if parts.newPending == nil {
-			h := newHandler(r)
-			wg.Go(func() {
-				for chunk := range ch {
-					if failed.Load() || hard.Err() != nil {
-						r.nack(chunk)
-						continue
-					}
-					if err := h(hard, chunk); err != nil {
-						r.nack(chunk)
-						fail(err)
-						continue
-					}
-					r.ack(chunk)
-				}
-			})
+		if parts.newStaged != nil {
+			h := parts.newStaged(r)
+			wg.Go(func() { runStagedWorker(hard, r, ch, h, &failed, fail) })
 			continue
 		}
-		h := parts.newPending(r)
-		// The acker owns the chunks the worker left pending, in order; it
-		// ends once the worker has ended and every chunk has settled.
-		settling := make(chan pendingChunk[T], settleQueue)
+		h := newHandler(r)
 		wg.Go(func() {
-			for s := range settling {
-				if err := s.wait(hard); err != nil {
-					r.nack(s.chunk)
-					fail(err)
-					continue
-				}
-				r.ack(s.chunk)
-			}
-		})
-		wg.Go(func() {
-			defer close(settling)
 			for chunk := range ch {
 				if failed.Load() || hard.Err() != nil {
 					r.nack(chunk)
 					continue
 				}
-				wait, err := h(hard, chunk)
-				switch {
-				case err != nil:
+				if err := h(hard, chunk); err != nil {
 					r.nack(chunk)
 					fail(err)
-				case wait == nil:
-					r.ack(chunk)
-				default:
-					settling <- pendingChunk[T]{chunk, wait}
+					continue
 				}
+				r.ack(chunk)
 			}
 		})
 	}
@@ -298,17 +261,6 @@ func runReplicaParts[T any](hard, stop context.Context, cfg Config, in Input[T],
 		}
 	}
 	return nil
-}
-
-// settleQueue bounds the chunks a worker leaves pending before it waits
-// for its acker; the in-flight permits bound them too.
-const settleQueue = 64
-
-// pendingChunk is a chunk whose handler left it pending, with what it
-// waits for.
-type pendingChunk[T any] struct {
-	chunk []inflight[T]
-	wait  func(context.Context) error
 }
 
 // pooledBatch returns an empty batch from the reader's pool (a new one

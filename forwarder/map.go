@@ -38,40 +38,107 @@ func FromValueFunc[In, Out any](fn func(context.Context, In) (Out, error)) Appen
 // are written to edges. See runReplica for hard and stop.
 func RunMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn AppendFunc[In, Out]) error {
 	var w *Writer[Out]
-	return runReplica(hard, stop, cfg, in, modeOf(cfg), func() output { return w }, func(r *reader[In]) handler[In] {
+	writer := func(r *reader[In]) *Writer[Out] {
 		if w == nil {
 			w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, r.watermark)
 		}
+		return w
+	}
+	parts := replicaParts[In]{mode: modeOf(cfg), out: func() output { return w }}
+	parts.newHandler = func(r *reader[In]) handler[In] {
+		w := writer(r)
 		buf := &WriteBuffer[Out]{}
 		var outs []vertex.Message[Out]
 		return func(ctx context.Context, chunk []inflight[In]) error {
-			outs = outs[:0]
-			for i := 0; i < len(chunk); i++ {
-				var err error
-				if i, outs, err = mapEach(ctx, fn, chunk, i, outs); err == nil {
-					break // every call from i on succeeded
-				}
-				// chunk[i] failed (or panicked): retry it alone. outs keeps
-				// its length until a call succeeds, so a failed call's
-				// partial appends are overwritten.
-				m := &chunk[i].msg
-				mark := len(outs)
-				res, attempts, err := retryAfter(ctx, cfg.Options.Retry, cfg.Counters, err, func() ([]vertex.Message[Out], error) {
-					return guardAppend(ctx, fn, *m, outs[:mark])
-				})
-				if err != nil {
-					if err := exhausted(ctx, cfg, m.ID, attempts, err); err != nil {
-						return err
-					}
-					continue
-				}
-				outs = res
+			var err error
+			if outs, err = mapChunk(ctx, cfg, fn, chunk, outs[:0]); err != nil {
+				return err
 			}
-			err := w.Write(ctx, outs, buf)
+			err = w.Write(ctx, outs, buf)
 			clear(outs)
 			return err
 		}
-	})
+	}
+	if edgesStage(edges) {
+		// Durable storage that stages writes: a worker maps its next
+		// chunks while the outputs of the last ones are flushed.
+		parts.newStaged = func(r *reader[In]) stagedHandler[In] {
+			w := writer(r)
+			free := make(chan *stagedOutputs[Out], stagedWrites)
+			for range stagedWrites {
+				free <- &stagedOutputs[Out]{w: w, free: free}
+			}
+			var outs []vertex.Message[Out]
+			return func(ctx context.Context, chunk []inflight[In]) (pendingWrite, error) {
+				var err error
+				if outs, err = mapChunk(ctx, cfg, fn, chunk, outs[:0]); err != nil {
+					return nil, err
+				}
+				s := <-free // the completer returns one
+				err = w.Stage(ctx, outs, &s.buf)
+				clear(outs)
+				if err != nil {
+					free <- s
+					return nil, err
+				}
+				return s, nil
+			}
+		}
+	}
+	return runReplicaParts(hard, stop, cfg, in, parts)
+}
+
+// stagedOutputs is the staged writes of one map chunk; complete returns it
+// to its handler's free list.
+type stagedOutputs[T any] struct {
+	w    *Writer[T]
+	buf  WriteBuffer[T]
+	free chan<- *stagedOutputs[T]
+}
+
+func (s *stagedOutputs[T]) complete() error {
+	err := s.w.Complete(&s.buf)
+	s.free <- s
+	return err
+}
+
+// edgesStage reports whether a replica writing to edges can keep staged
+// writes in flight (see Writer.Stages).
+func edgesStage[T any](edges []Edge[T]) bool {
+	for i := range edges {
+		if edges[i].stages() {
+			return true
+		}
+	}
+	return false
+}
+
+// mapChunk calls fn for every message of chunk, appending the outputs to
+// outs; a failed (or panicking) call is retried alone as the retry policy
+// says, and dropped when the policy allows.
+func mapChunk[In, Out any](ctx context.Context, cfg Config, fn AppendFunc[In, Out], chunk []inflight[In], outs []vertex.Message[Out]) ([]vertex.Message[Out], error) {
+	for i := 0; i < len(chunk); i++ {
+		var err error
+		if i, outs, err = mapEach(ctx, fn, chunk, i, outs); err == nil {
+			break // every call from i on succeeded
+		}
+		// chunk[i] failed (or panicked): retry it alone. outs keeps
+		// its length until a call succeeds, so a failed call's
+		// partial appends are overwritten.
+		m := &chunk[i].msg
+		mark := len(outs)
+		res, attempts, err := retryAfter(ctx, cfg.Options.Retry, cfg.Counters, err, func() ([]vertex.Message[Out], error) {
+			return guardAppend(ctx, fn, *m, outs[:mark])
+		})
+		if err != nil {
+			if err := exhausted(ctx, cfg, m.ID, attempts, err); err != nil {
+				return outs, err
+			}
+			continue
+		}
+		outs = res
+	}
+	return outs, nil
 }
 
 // mapEach calls fn for chunk[from:] in order, appending to outs, until a

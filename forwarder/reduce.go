@@ -121,7 +121,7 @@ func RunReduce[In, S, Out any](hard, stop context.Context, cfg Config, in Input[
 	parts := replicaParts[In]{
 		mode: chunkByKey, // one shard per worker: dispatch by key hash
 		out:  func() output { return red },
-		newPending: func(r *reader[In]) pendingHandler[In] {
+		newStaged: func(r *reader[In]) stagedHandler[In] {
 			if red.r == nil {
 				red.r = r
 				red.w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, red.watermark)
@@ -181,12 +181,12 @@ type reduceShard[In, S, Out any] struct {
 
 // handle adds a chunk's messages to the shard's windows, sends the late
 // ones to the late stream, then closes what the chunk's watermark closed.
-// With a log, it hands the chunk's entries to the WAL and returns the wait
-// for them to be durable: the chunk is acked after that, while the worker
-// goes on with the next chunk (the group commit shares one fsync among the
-// chunks appended meanwhile). Without one, the chunk is acked when handle
-// returns nil.
-func (sh *reduceShard[In, S, Out]) handle(ctx context.Context, chunk []inflight[In]) (func(context.Context) error, error) {
+// With a log, it hands the chunk's entries to the WAL and returns them as
+// the chunk's pending write: the worker's completer acks the chunk once
+// they are durable, while the worker goes on with the next chunks (see
+// staged_worker.go; the group commit shares one fsync among the chunks
+// appended meanwhile). Without one, the chunk is acked when handle returns.
+func (sh *reduceShard[In, S, Out]) handle(ctx context.Context, chunk []inflight[In]) (pendingWrite, error) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.lates = sh.lates[:0]
@@ -224,7 +224,7 @@ func (sh *reduceShard[In, S, Out]) handle(ctx context.Context, chunk []inflight[
 	if p == nil {
 		return nil, nil
 	}
-	return p.Wait, nil
+	return loggedChunk{ctx, p}, nil
 }
 
 // writeLate writes the late messages of the chunk to the late stream, or

@@ -22,10 +22,12 @@ import (
 //   - Each message read is appended (its value through Codec, keys, event
 //     time, partition and offset, the windows it joined) and its chunk is
 //     acked to the ISB only once the append is durable. The append is
-//     handed to the log without waiting (wal.AppendAsync): the worker goes
-//     on reading and aggregating the next chunks while the fsync runs, an
-//     acker acks each chunk once its append is durable, and wal's group
-//     commit shares one fsync among the chunks appended meanwhile.
+//     handed to the log without waiting (wal.AppendAsync) and is the
+//     chunk's pending write: the worker goes on reading and aggregating
+//     the next chunks while the fsync runs, its completer acks each chunk
+//     once its append is durable (staged_worker.go, as a map worker's
+//     staged writes), and wal's group commit shares one fsync among the
+//     chunks appended meanwhile.
 //   - A window's results are written only once every entry appended before
 //     they were computed is durable, so a re-emission after a crash comes
 //     from the log alone (the same messages in the same order).
@@ -128,6 +130,20 @@ func (sh *reduceShard[In, S, Out]) appendLogged(ctx context.Context) (*wal.Pendi
 	}
 	sh.pending = p
 	return p, nil
+}
+
+// loggedChunk is the pending write of a chunk whose entries were handed to
+// the log: it completes once they are durable.
+type loggedChunk struct {
+	ctx context.Context // the handler's: the replica's hard context
+	p   *wal.Pending
+}
+
+func (c loggedChunk) complete() error {
+	if err := c.p.Wait(c.ctx); err != nil {
+		return fmt.Errorf("reduce WAL append: %w", err)
+	}
+	return nil
 }
 
 // logDurable waits until every entry the shard appended is durable: the

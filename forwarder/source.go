@@ -68,14 +68,15 @@ func RunSource[T any](hard, stop context.Context, cfg Config, src vertex.Source[
 
 // readSource is RunSource's loop: it reads, stamps, writes and acks until
 // src is exhausted (Final), stop ends (Stopped), hard ends (0, nil) or
-// something fails (the error).
+// something fails (the error). On storage that stages writes it keeps
+// several batches in flight (see source_batches.go); every batch is
+// complete (durable, acked) or dropped after a failure when it returns.
 func readSource[T any](hard, stop context.Context, cfg Config, src vertex.Source[T], w *Writer[T], wm *atomic.Int64) (EndKind, error) {
-	buf := &WriteBuffer[T]{}
 	acker, _ := src.(vertex.Acker[T])
 	buffered, _ := src.(vertex.BufferedSource[T])
-	var readBuf []vertex.Message[T]
+	readSize := 0
 	if buffered != nil {
-		readBuf = make([]vertex.Message[T], cfg.Options.BatchSize)
+		readSize = cfg.Options.BatchSize
 	}
 	fail := func(err error) (EndKind, error) {
 		if hard.Err() != nil {
@@ -83,6 +84,41 @@ func readSource[T any](hard, stop context.Context, cfg Config, src vertex.Source
 		}
 		return 0, &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, Err: err}
 	}
+	finish := func(b *sourceBatch[T]) error {
+		n := int64(len(b.msgs))
+		err := w.Complete(&b.out)
+		if err == nil && acker != nil {
+			err = guardedAck(hard, acker, b.msgs)
+		}
+		if err != nil {
+			// Written (or staged) but not acked to the source: neither
+			// acked nor in flight any more.
+			cfg.Counters.inFlight.Add(-n)
+			return err
+		}
+		cfg.Counters.acked.Add(n)
+		cfg.Counters.inFlight.Add(-n)
+		return nil
+	}
+	drop := func(b *sourceBatch[T]) { cfg.Counters.inFlight.Add(-int64(len(b.msgs))) }
+	depth := 1
+	if w.Stages() {
+		depth = sourceStagedBatches
+	}
+	batches := newSourceBatches(depth, readSize, finish, drop)
+	kind, err := readBatches(hard, stop, cfg, src, buffered, w, wm, batches)
+	if cerr := batches.close(); err == nil && cerr != nil {
+		return fail(cerr)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return kind, nil
+}
+
+// readBatches is readSource's loop over batches; a nil error with kind 0
+// is hard ending.
+func readBatches[T any](hard, stop context.Context, cfg Config, src vertex.Source[T], buffered vertex.BufferedSource[T], w *Writer[T], wm *atomic.Int64, batches *sourceBatches[T]) (EndKind, error) {
 	idleSrc, _ := cfg.Hooks.Source.(IdleSource)
 	for {
 		if hard.Err() != nil {
@@ -92,7 +128,12 @@ func readSource[T any](hard, stop context.Context, cfg Config, src vertex.Source
 			// A source that never blocks would not notice ctx by itself.
 			return Stopped, nil
 		}
-		msgs, err := guardedRead(stop, src, buffered, readBuf, cfg.Options.BatchSize)
+		b := batches.take(hard)
+		if b == nil {
+			return 0, nil // hard ended, or the completer failed: close reports it
+		}
+		msgs, err := guardedRead(stop, src, buffered, b.read, cfg.Options.BatchSize)
+		b.msgs = msgs
 		// Messages that come with an error (io.EOF, ctx's error, a failure:
 		// ReadInto may return n > 0 with any of them, as io.Reader does) were
 		// taken from the source all the same: they are written and acked
@@ -101,20 +142,15 @@ func readSource[T any](hard, stop context.Context, cfg Config, src vertex.Source
 			cfg.Counters.read.Add(int64(n))
 			cfg.Counters.enter(n)
 			stamp(msgs, cfg, wm)
-			if werr := w.Write(hard, msgs, buf); werr != nil {
+			if werr := w.Stage(hard, msgs, &b.out); werr != nil {
 				cfg.Counters.inFlight.Add(-int64(n))
-				return fail(werr)
+				return 0, werr
 			}
-			if acker != nil {
-				if aerr := guardedAck(hard, acker, msgs); aerr != nil {
-					// Written but not acked to the source: neither acked
-					// nor in flight any more.
-					cfg.Counters.inFlight.Add(-int64(n))
-					return fail(aerr)
-				}
+			if ferr := batches.submit(b); ferr != nil {
+				return 0, ferr
 			}
-			cfg.Counters.acked.Add(int64(n))
-			cfg.Counters.inFlight.Add(-int64(n))
+		} else {
+			batches.put(b)
 		}
 		if err != nil {
 			switch {
@@ -123,7 +159,7 @@ func readSource[T any](hard, stop context.Context, cfg Config, src vertex.Source
 			case stop.Err() != nil && hard.Err() == nil:
 				return Stopped, nil
 			}
-			return fail(err)
+			return 0, err
 		}
 		if len(msgs) == 0 && idleSrc != nil {
 			// A read that found nothing: an idle source partition advances.

@@ -51,6 +51,20 @@ type WriteBuffer[T any] struct {
 	sel  []vertex.Message[T] // messages the edge carries
 	last []int64             // per partition, the last offset of a keyed write
 	one  []int64             // the same, for one message of a DiscardLatest retry
+
+	// staged are the writes of the last Stage that Complete waits for,
+	// and wm the replica's watermark when they were staged.
+	staged []stagedWrite[T]
+	wm     time.Time
+}
+
+// stagedWrite is one write of a Stage: n messages to partition part of e,
+// the last at offset last once pending is published.
+type stagedWrite[T any] struct {
+	e       *edgeWriter[T]
+	part    int
+	n       int
+	pending isb.Pending[vertex.Message[T]]
 }
 
 // NewWriter returns a writer to edges. wm gives the replica's watermark for
@@ -87,6 +101,61 @@ func joinKeys[T any](m vertex.Message[T]) string {
 // returns when all are written (or discarded by a DiscardLatest edge). A
 // message tagged vertex.DropTag, or matching no edge, is dropped.
 func (w *Writer[T]) Write(ctx context.Context, msgs []vertex.Message[T], buf *WriteBuffer[T]) error {
+	return w.write(ctx, msgs, buf, false)
+}
+
+// Stage is Write that does not wait for durable storage to flush: it
+// returns once msgs are stored, in order after everything written before,
+// but not yet visible downstream (see isb.StagedLog), and Complete(buf)
+// waits for them. Edges that cannot stage (keyed, DiscardLatest, storage
+// without staging) are written as Write writes them. The watermarks of the
+// staged writes are published by Complete, with the replica's watermark as
+// it is now: what a reader downstream may learn only once it can read the
+// messages. buf belongs to this write until Complete returns.
+func (w *Writer[T]) Stage(ctx context.Context, msgs []vertex.Message[T], buf *WriteBuffer[T]) error {
+	buf.staged = buf.staged[:0]
+	buf.wm = w.watermark()
+	return w.write(ctx, msgs, buf, true)
+}
+
+// Stages reports whether Stage can leave writes in flight: some edge
+// writes to storage that stages writes. Otherwise Stage is Write.
+func (w *Writer[T]) Stages() bool {
+	for i := range w.edges {
+		if w.edges[i].stages() {
+			return true
+		}
+	}
+	return false
+}
+
+// stages reports whether writes to e can be staged: an edge that routes
+// by key (over several partitions) or discards what does not fit is
+// written at once, and memory storage has nothing to stage.
+func (e *Edge[T]) stages() bool {
+	return !(e.ByKey && e.Topic.Partitions() > 1) && e.Full != vertex.DiscardLatest && e.Topic.Stages()
+}
+
+// Complete waits until the writes of the last Stage with buf are durable
+// and visible, counts them and publishes their watermarks, in the order
+// they were staged. It returns the first error; the writes after it are
+// not published.
+func (w *Writer[T]) Complete(buf *WriteBuffer[T]) error {
+	defer clear(buf.staged) // let the topics be collected
+	for i := range buf.staged {
+		s := &buf.staged[i]
+		if err := s.pending.Wait(); err != nil {
+			return err
+		}
+		w.wrote(s.n, s.n)
+		w.publish(s.e, s.part, s.pending.Last(), buf.wm)
+	}
+	buf.staged = buf.staged[:0]
+	return nil
+}
+
+// write is Write, or with stage Stage.
+func (w *Writer[T]) write(ctx context.Context, msgs []vertex.Message[T], buf *WriteBuffer[T], stage bool) error {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -98,7 +167,7 @@ func (w *Writer[T]) Write(ctx context.Context, msgs []vertex.Message[T], buf *Wr
 		e := &w.edges[i]
 		if e.When == nil && !drops {
 			// The edge takes every message: no copy.
-			if err := w.writeEdge(ctx, e, msgs, buf); err != nil {
+			if err := w.writeEdge(ctx, e, msgs, buf, stage); err != nil {
 				return err
 			}
 			continue
@@ -115,7 +184,7 @@ func (w *Writer[T]) Write(ctx context.Context, msgs []vertex.Message[T], buf *Wr
 		if len(sel) == 0 {
 			continue
 		}
-		if err := w.writeEdge(ctx, e, sel, buf); err != nil {
+		if err := w.writeEdge(ctx, e, sel, buf, stage); err != nil {
 			return err
 		}
 	}
@@ -170,13 +239,23 @@ func (w *Writer[T]) countUnrouted(msgs []vertex.Message[T]) int {
 	return n
 }
 
-func (w *Writer[T]) writeEdge(ctx context.Context, e *edgeWriter[T], sel []vertex.Message[T], buf *WriteBuffer[T]) error {
+// writeEdge writes sel to e; with stage, a write that e can stage is left
+// in buf.staged for Complete.
+func (w *Writer[T]) writeEdge(ctx context.Context, e *edgeWriter[T], sel []vertex.Message[T], buf *WriteBuffer[T], stage bool) error {
 	if e.byKey != nil {
 		return w.produceKeyed(ctx, e, sel, buf)
 	}
 	p := 0
 	if e.parts > 1 {
 		p = int(e.next.Add(1) % uint64(e.parts))
+	}
+	if stage && e.stages() {
+		pending, err := e.prod.StageTo(ctx, p, sel)
+		if err != nil {
+			return err
+		}
+		buf.staged = append(buf.staged, stagedWrite[T]{e: e, part: p, n: len(sel), pending: pending})
+		return nil
 	}
 	return w.produce(ctx, e, p, sel)
 }
@@ -211,7 +290,7 @@ func (w *Writer[T]) produce(ctx context.Context, e *edgeWriter[T], p int, items 
 	}
 	w.wrote(len(items), written)
 	if written > 0 {
-		w.publish(e, p, last)
+		w.publish(e, p, last, w.watermark())
 	}
 	return nil
 }
@@ -250,9 +329,10 @@ func (w *Writer[T]) produceKeyed(ctx context.Context, e *edgeWriter[T], items []
 		return err
 	}
 	w.wrote(len(items), written)
+	wm := w.watermark()
 	for p, l := range last {
 		if l >= 0 {
-			w.publish(e, p, l)
+			w.publish(e, p, l, wm)
 		}
 	}
 	return nil
@@ -267,16 +347,20 @@ func (w *Writer[T]) wrote(n, written int) {
 }
 
 // publish tells the watermark publisher that partition p of e was written
-// up to offset last.
-func (w *Writer[T]) publish(e *edgeWriter[T], p int, last int64) {
+// up to offset last, with the replica's watermark wm.
+func (w *Writer[T]) publish(e *edgeWriter[T], p int, last int64, wm time.Time) {
 	if w.pub == nil {
 		return
 	}
-	var wm time.Time
-	if w.wm != nil {
-		wm = w.wm()
-	}
 	w.pub.Publish(e.To, p, last, wm)
+}
+
+// watermark is the replica's watermark now (zero without one).
+func (w *Writer[T]) watermark() time.Time {
+	if w.pub == nil || w.wm == nil {
+		return time.Time{}
+	}
+	return w.wm()
 }
 
 // WriteControl appends one control message (tagged ControlTag, which

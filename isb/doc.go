@@ -56,7 +56,11 @@
 // enforces), [Membership] (with [Topic.JoinGroup], member i of n of a
 // group runs in each process) and [AckDeadlines] (the consumer keeps its
 // delivered, uncommitted items in progress). Commits are kept by the
-// storage in every mode. isb/isbtest holds the suites every storage passes
+// storage in every mode. Durable storage that can split an append into a
+// copy and a later flush implements [StagedLog]: [Producer.StageTo] then
+// returns a [Pending] write, so that a producer writing batch after batch
+// from one goroutine overlaps each flush with its next writes (isb/mmap
+// does; memory has nothing to flush). isb/isbtest holds the suites every storage passes
 // (Log contract, behaviour, restart) and SharedStore, a test storage shared
 // by topic instances that implements all of these.
 //

@@ -19,3 +19,14 @@ func TestSuite(t *testing.T) {
 		return isbtest.Storage{New: func() (isb.Backend[isbtest.Item], error) { return b, nil }, Durable: true}
 	})
 }
+
+// TestSuiteStaged runs the storage suites on a backend that stages writes
+// (isb.StagedLog) and publishes each at once: the topic must behave the
+// same when its Appends are a Stage and a Publish.
+func TestSuiteStaged(t *testing.T) {
+	isbtest.RunStorage(t, func(testing.TB) isbtest.Storage {
+		b := isbtest.NewStagedBackend[isbtest.Item]()
+		b.AllowAll()
+		return isbtest.Storage{New: func() (isb.Backend[isbtest.Item], error) { return b, nil }, Durable: true}
+	})
+}

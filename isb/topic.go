@@ -61,6 +61,10 @@ type partition[T any] struct {
 	// clog is log when it serializes its own appends: the topic then calls
 	// it without mu.
 	clog ConcurrentLog[T]
+	// slog is log when it stages writes (StagedLog). publishMu is held for
+	// reading around its Publish calls, which Close waits for.
+	slog      StagedLog[T]
+	publishMu sync.RWMutex
 	// waiters are the consumers waiting for this partition's next append.
 	waiters waiters
 	_       [64]byte // keep the appenders' lock off the committers' line
@@ -131,7 +135,8 @@ func NewTopic[T any](name string, backend Backend[T], opts ...TopicOption) (*Top
 	for p := range t.parts {
 		log := backend.Partition(p)
 		clog, _ := log.(ConcurrentLog[T])
-		pt := &partition[T]{log: log, clog: clog}
+		slog, _ := log.(StagedLog[T])
+		pt := &partition[T]{log: log, clog: clog, slog: slog}
 		t.parts[p] = pt
 		if w, ok := log.(Watched); ok {
 			// A change by any process wakes this partition's Pulls and the
@@ -246,7 +251,16 @@ func (t *Topic[T]) Close() error {
 			pt.mu.Lock()
 			pt.mu.Unlock() //nolint:staticcheck // an empty critical section is the barrier
 		}
-		// 5. Wait for reads, commits and releases in flight. A consumer
+		// 5. Wait for the publishes of staged writes in flight: a
+		// Pending's Wait checks closed under publishMu, so none starts
+		// after this.
+		for _, pt := range t.parts {
+			if pt.slog != nil {
+				pt.publishMu.Lock()
+				pt.publishMu.Unlock() //nolint:staticcheck // an empty critical section is the barrier
+			}
+		}
+		// 6. Wait for reads, commits and releases in flight. A consumer
 		// reads and commits holding its mu and checks closed under it, so
 		// once Close has held the mu of every consumer none can touch
 		// storage again (one created after the snapshot below finds the
@@ -263,7 +277,7 @@ func (t *Topic[T]) Close() error {
 		}
 		t.io.Lock()
 		defer t.io.Unlock()
-		// 6. Nothing uses the storage any more: close it.
+		// 7. Nothing uses the storage any more: close it.
 		if err := t.backend.Close(); err != nil {
 			t.closeErr = fmt.Errorf("isb: topic %q: close storage: %w", t.name, err)
 		}

@@ -78,12 +78,22 @@ func (g *groupCommits[T]) Open(topic string, partitions int) error {
 // Partition returns partition p with deferred commits. A log that
 // serializes its own appends (isb/mmap's does, so that concurrent writers
 // share a flush) stays an isb.ConcurrentLog: the topic would otherwise hold
-// its partition lock across each Append and its flush.
+// its partition lock across each Append and its flush. A log that stages
+// writes (isb/mmap's does, so that a source's flushes overlap its next
+// writes) stays an isb.StagedLog.
 func (g *groupCommits[T]) Partition(p int) isb.Log[T] {
-	if c, ok := g.logs[p].Log.(isb.ConcurrentLog[T]); ok {
-		return concurrentCommitLog[T]{g.logs[p], c}
+	l := g.logs[p]
+	c, concurrent := l.Log.(isb.ConcurrentLog[T])
+	s, staged := l.Log.(isb.StagedLog[T])
+	switch {
+	case concurrent && staged:
+		return concurrentStagedCommitLog[T]{concurrentCommitLog[T]{l, c}, s}
+	case concurrent:
+		return concurrentCommitLog[T]{l, c}
+	case staged:
+		return stagedCommitLog[T]{l, s}
 	}
-	return g.logs[p]
+	return l
 }
 
 // concurrentCommitLog is a groupCommitLog over an isb.ConcurrentLog.
@@ -94,6 +104,25 @@ type concurrentCommitLog[T any] struct {
 
 func (l concurrentCommitLog[T]) AppendOne(item T) (int64, error) { return l.c.AppendOne(item) }
 func (l concurrentCommitLog[T]) Seal()                           { l.c.Seal() }
+
+// stagedCommitLog is a groupCommitLog over an isb.StagedLog.
+type stagedCommitLog[T any] struct {
+	*groupCommitLog[T]
+	s isb.StagedLog[T]
+}
+
+func (l stagedCommitLog[T]) Stage(items []T) (int64, error) { return l.s.Stage(items) }
+func (l stagedCommitLog[T]) Publish(end int64) error        { return l.s.Publish(end) }
+
+// concurrentStagedCommitLog is a groupCommitLog over a log that is both
+// (isb/mmap's).
+type concurrentStagedCommitLog[T any] struct {
+	concurrentCommitLog[T]
+	s isb.StagedLog[T]
+}
+
+func (l concurrentStagedCommitLog[T]) Stage(items []T) (int64, error) { return l.s.Stage(items) }
+func (l concurrentStagedCommitLog[T]) Publish(end int64) error        { return l.s.Publish(end) }
 
 // loop persists every interval until Close.
 func (g *groupCommits[T]) loop() {

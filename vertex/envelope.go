@@ -213,14 +213,14 @@ func decodeMeta[T any](meta []byte, base int, flags byte, m *Message[T]) error {
 			m.EventTime = time.Unix(sec, int64(nsec)).UTC()
 		}
 	}
-	m.ID = r.string("ID")
-	m.Keys = r.strings("key")
-	m.Tags = r.strings("tag")
+	m.ID = r.string("ID", "ID length")
+	m.Keys = r.strings("key", "key count", "key length")
+	m.Tags = r.strings("tag", "tag count", "tag length")
 	if n := r.count("header count", 2); n > 0 {
 		m.Headers = make(map[string]string, n)
 		for range n {
-			k := r.string("header name")
-			v := r.string("header value")
+			k := r.string("header name", "header name length")
+			v := r.string("header value", "header value length")
 			if r.err != nil {
 				break
 			}
@@ -308,9 +308,12 @@ func (r *metaReader) count(what string, minBytes int) int {
 	return int(n)
 }
 
-func (r *metaReader) string(what string) string {
+// string reads a length (named lengthWhat in errors) and that many bytes
+// as a string (named what). The names come whole from the caller: joining
+// them here cost a concatenation per string of every decoded message.
+func (r *metaReader) string(what, lengthWhat string) string {
 	at := r.pos
-	n := r.uvarint(what + " length")
+	n := r.uvarint(lengthWhat)
 	if r.err != nil {
 		return ""
 	}
@@ -324,15 +327,16 @@ func (r *metaReader) string(what string) string {
 	return s
 }
 
-// strings reads a count and that many strings; none is nil.
-func (r *metaReader) strings(what string) []string {
-	n := r.count(what+" count", 1)
+// strings reads a count and that many strings; none is nil. The names are
+// as string's, and countWhat names the count.
+func (r *metaReader) strings(what, countWhat, lengthWhat string) []string {
+	n := r.count(countWhat, 1)
 	if n == 0 {
 		return nil
 	}
 	out := make([]string, n)
 	for i := range out {
-		out[i] = r.string(what)
+		out[i] = r.string(what, lengthWhat)
 	}
 	if r.err != nil {
 		return nil

@@ -52,11 +52,17 @@
 // # Segment
 //
 // A segment is preallocated to its full size with ftruncate (a hole: it is
-// never filled with zeros, which would make every msync write back far more
-// than the new records), mapped shared, and advised MADV_RANDOM so that
-// msync writes back only the dirty pages. A write into the hole on a full
-// disk faults; the fault is caught and fails the partition with an error
-// instead of killing the process. All integers are little-endian.
+// never filled with zeros, which would make every flush write back far more
+// than the new records), mapped shared for readers, and advised
+// MADV_RANDOM so that reads do not read ahead. Records are written with
+// pwrite into the page cache the mapping shows and flushed with fdatasync,
+// never stored through the mapping: a store dirties the page through the
+// page table, which costs a fault after every flush and, when the flush
+// cleans the page, a TLB shootdown on every CPU (segment.go). A write into
+// the hole on a full disk is an error of the write, which fails the
+// partition; a fault of a reader on the mapping (a segment truncated by
+// someone else) is caught and returned as an error instead of killing the
+// process. All integers are little-endian.
 //
 //	0                 32                                          size
 //	+-----------------+--------+--------+-----+--------+-------------+
@@ -115,18 +121,22 @@
 // covers.
 //
 // Flushes are grouped (flush.go): a partition serializes its appenders
-// only while they copy records into the mapping, and is an
+// only while they write their records, and is an
 // isb.ConcurrentLog, so the topic does not hold a lock across the flush.
-// Under Immediate an appender then flushes (msync) everything written up
+// Under Immediate an appender then flushes (fdatasync) everything written up
 // to that moment, its own records and those of every appender that copied
 // before it, unless a flush that ran meanwhile covered its records already.
 // Appenders arriving while one flush runs share the next: an Append still
 // returns only after a flush that covers its records succeeded, and one
-// msync serves a wave of concurrent appenders (counted in
+// flush serves a wave of concurrent appenders (counted in
 // TestConcurrentAppendersShareAFlush). No appender waits for a timer or
 // for company. Records are published (Tail, readers) only after that
 // flush, so an Append that fails leaves its records invisible; a failed
-// flush fails every appender waiting on it and is sticky. producer.offset is written only after the log is flushed, at
+// flush fails every appender waiting on it and is sticky. A partition is
+// also an isb.StagedLog: Stage writes records without flushing or
+// publishing them and Publish flushes and publishes (the two halves of an
+// Append), so that a producer writing batch after batch from one goroutine
+// overlaps each flush with its next writes (see isb/staged.go). producer.offset is written only after the log is flushed, at
 // every rollover, at Close and after every 4 MiB flushed; it may lag the
 // log, never lead it.
 //
@@ -193,5 +203,5 @@
 // and fsyncs each offsets directory, so a deleted group no longer holds data
 // and is not recovered by the next open.
 //
-// The package is Linux only (flock, msync, madvise).
+// The package runs on Linux and macOS (flock, mmap, fdatasync, madvise).
 package mmap

@@ -22,7 +22,7 @@ var (
 	// Close: a Backend stores one topic once; reopen it with a new one.
 	ErrOpened = errors.New("mmap: backend already opened")
 	// ErrUnsupported is returned by Open on a system other than Linux and
-	// macOS: the storage needs flock, shared mappings with msync and
+	// macOS: the storage needs flock, shared mappings, fdatasync and
 	// sparse files as they work there.
 	ErrUnsupported = errors.New("mmap: unsupported operating system")
 	// ErrReadSize is returned by a Read asking for fewer than one item.

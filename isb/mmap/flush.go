@@ -3,7 +3,7 @@ package mmap
 // Group flushes.
 //
 // Under Immediate every Append must return only once its records are on
-// disk, and a flush (msync of the mapping) is a round trip to the disk that
+// disk, and a flush (fdatasync of the segment) is a round trip to the disk that
 // costs about as much for one record as for a thousand. A pipeline writes
 // to a buffer from several goroutines at once (a map vertex writes each of
 // its Concurrency chunks on its own), so an Append does not flush alone:
@@ -16,7 +16,7 @@ package mmap
 // Appenders that copy their records while a flush is running queue on
 // flushMu; the first to get it flushes everything written so far, the
 // others find their records published and return without a flush: one
-// msync per wave of concurrent appenders instead of one per Append, as a
+// flush per wave of concurrent appenders instead of one per Append, as a
 // WAL's group commit shares an fsync. No appender waits for a timer or for
 // more appenders to arrive, so a lone appender pays exactly what it paid
 // before. The records are published (Tail moves) only after the flush that
@@ -24,6 +24,11 @@ package mmap
 // machine could still take back, and an Append that fails leaves its
 // records invisible. A failed flush is sticky (failLocked): every appender
 // of the wave, and every later one, gets the error.
+//
+// Stage and Publish (isb.StagedLog) are the two halves of an Append, for
+// a producer that appends alone: it stages its next batch while the flush
+// of the last one runs, and one flush then publishes every batch staged
+// before it.
 
 // publishDurable returns once the records below end are flushed as the
 // flush policy requires and published. It is called after the records were

@@ -195,3 +195,71 @@ func TestSealStopsAppends(t *testing.T) {
 	}
 	checkItems(t, readAll(t, p), 0, 3)
 }
+
+// stageItems stages items from..to-1 in one call and checks its offset.
+func stageItems(t *testing.T, p *partition[string], from, to int) {
+	t.Helper()
+	var items []string
+	for i := from; i < to; i++ {
+		items = append(items, item(i))
+	}
+	first, err := p.Stage(items)
+	if err != nil || first != int64(from) {
+		t.Fatalf("Stage of %d..%d = %d, %v", from, to, first, err)
+	}
+}
+
+// TestStagedWritesPublishTogether: staged records are written but neither
+// durable nor visible until a Publish; one Publish flushes everything
+// staged before it, so a Publish of an earlier write then finds its
+// records published without a flush of its own. Records staged and never
+// published stay invisible, also when a rollover flushed them with their
+// segment; after a reopen they may be there (intact, in order after the
+// published ones): a writer that never learned they were durable writes
+// them again, which at-least-once allows.
+func TestStagedWritesPublishTogether(t *testing.T) {
+	dir := t.TempDir()
+	b := open(t, dir, 1, SegmentSize(MinSegmentSize), Flush(Immediate()))
+	p := b.parts[0]
+	appendItems(t, p, 0, 1, 1) // the first append after an open also checkpoints
+	before := p.flushes.Load()
+	stageItems(t, p, 1, 40)
+	stageItems(t, p, 40, 80)
+	if p.Tail() != 1 || durableTail(p) != 1 {
+		t.Fatalf("tail %d, durable %d after staging; want 1, 1", p.Tail(), durableTail(p))
+	}
+	if err := p.Publish(80); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Publish(40); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.flushes.Load() - before; got != 1 {
+		t.Fatalf("two staged writes made %d flushes, want 1", got)
+	}
+	if p.Tail() != 80 || durableTail(p) != 80 {
+		t.Fatalf("tail %d, durable %d after Publish(80); want 80, 80", p.Tail(), durableTail(p))
+	}
+	// Staged past a segment's end (rollovers) and never published.
+	n := 80
+	for p.written.Load().seg == p.pub.Load().seg {
+		stageItems(t, p, n, n+50)
+		n += 50
+	}
+	if p.Tail() != 80 {
+		t.Fatalf("tail %d after staging past a rollover, want 80", p.Tail())
+	}
+	checkItems(t, readAll(t, p), 0, 80)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Publish(int64(n)); !errors.Is(err, isb.ErrClosed) {
+		t.Fatalf("Publish after Close = %v, want ErrClosed", err)
+	}
+	b = open(t, dir, 1, SegmentSize(MinSegmentSize))
+	got := readAll(t, b.Partition(0))
+	if len(got) < 80 || len(got) > n {
+		t.Fatalf("reopened with %d records, want the 80 published and at most the %d staged", len(got), n)
+	}
+	checkItems(t, got, 0, len(got))
+}

@@ -62,7 +62,7 @@ type partition[T any] struct {
 	pos      []uint32
 	one      [1]T // AppendOne's batch
 
-	// flushes counts msync calls that made records durable (rollovers
+	// flushes counts flushes (fdatasync) that made records durable (rollovers
 	// included): the test of group flushes counts them.
 	flushes atomic.Int64
 
@@ -86,7 +86,10 @@ type partition[T any] struct {
 	releaseMu sync.Mutex // serializes retention
 }
 
-var _ isb.ConcurrentLog[int] = (*partition[int])(nil)
+var (
+	_ isb.ConcurrentLog[int] = (*partition[int])(nil)
+	_ isb.StagedLog[int]     = (*partition[int])(nil)
+)
 
 // Head is the first retained offset; Release moves it.
 func (p *partition[T]) Head() int64 { return p.head.Load() }
@@ -104,24 +107,38 @@ func (p *partition[T]) Append(items []T) (int64, error) { return p.append(items,
 // AppendOne is Append of one item; it spares the topic a slice per item.
 func (p *partition[T]) AppendOne(item T) (int64, error) { return p.append(nil, &item) }
 
-// append is Append of items, or of *one when items is nil.
+// Stage writes items after the last written record without publishing
+// them; Publish makes them durable and visible (see isb.StagedLog and
+// flush.go). Under Interval they are published at once, as Append
+// publishes them.
+func (p *partition[T]) Stage(items []T) (int64, error) {
+	p.closeMu.RLock()
+	defer p.closeMu.RUnlock()
+	first, _, err := p.write(items, nil)
+	return first, err
+}
+
+// Publish returns once the records below end are flushed as the flush
+// policy requires and published. After Close it returns isb.ErrClosed;
+// after Seal it still publishes what was staged before.
+func (p *partition[T]) Publish(end int64) error {
+	p.closeMu.RLock()
+	defer p.closeMu.RUnlock()
+	if p.closed {
+		return isb.ErrClosed
+	}
+	if p.b.cfg.flush.kind == flushInterval {
+		return p.loadFailed() // published by writeLocked
+	}
+	return p.publishDurable(end)
+}
+
+// append is Append of items, or of *one when items is nil. It holds
+// closeMu through the flush, so that Seal waits for it.
 func (p *partition[T]) append(items []T, one *T) (int64, error) {
 	p.closeMu.RLock()
 	defer p.closeMu.RUnlock()
-	if p.closed || p.sealed {
-		return 0, isb.ErrClosed
-	}
-	p.appendMu.Lock()
-	if one != nil {
-		p.one[0] = *one
-		items = p.one[:]
-	}
-	first, end, err := p.writeLocked(items)
-	if one != nil {
-		var zero T
-		p.one[0] = zero // do not keep the item alive
-	}
-	p.appendMu.Unlock()
+	first, end, err := p.write(items, one)
 	if err != nil || end == first {
 		return first, err
 	}
@@ -129,6 +146,27 @@ func (p *partition[T]) append(items []T, one *T) (int64, error) {
 		return first, nil // published by writeLocked
 	}
 	return first, p.publishDurable(end)
+}
+
+// write copies items (or *one when items is nil) into the mapping under
+// appendMu: all of Stage and the first half of append. The caller holds
+// closeMu for reading.
+func (p *partition[T]) write(items []T, one *T) (first, end int64, err error) {
+	if p.closed || p.sealed {
+		return 0, 0, isb.ErrClosed
+	}
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if one != nil {
+		p.one[0] = *one
+		items = p.one[:]
+	}
+	first, end, err = p.writeLocked(items)
+	if one != nil {
+		var zero T
+		p.one[0] = zero // do not keep the item alive
+	}
+	return first, end, err
 }
 
 // writeLocked encodes items and copies them into the mapping after the
@@ -186,13 +224,18 @@ func (p *partition[T]) writeLocked(items []T) (first, end int64, err error) {
 		p.flushMu.Lock()
 		defer p.flushMu.Unlock()
 	}
-	err = guarded(func() error {
-		start := 0
+	err = func() error {
+		// The records of the batch that go to one segment lie together in
+		// scratch: one write each (see segment.go for why not through the
+		// mapping).
+		start, run, runPos := 0, 0, cur.pos
 		p.pos = p.pos[:0]
 		for i, end := range p.ends {
 			rec := p.scratch[start:end]
-			start = end
-			if cur.pos+len(rec) > len(cur.seg.data) {
+			if cur.pos+len(rec) > cur.seg.size {
+				if err := cur.seg.writeAt(p.scratch[run:start], runPos); err != nil {
+					return err
+				}
 				cur.seg.addPositions(p.pos)
 				p.pos = p.pos[:0]
 				next := fresh[0]
@@ -200,15 +243,19 @@ func (p *partition[T]) writeLocked(items []T) (first, end int64, err error) {
 				if err := p.rolloverLocked(&cur, next, first+int64(i)); err != nil {
 					return err
 				}
+				run, runPos = start, cur.pos
 			}
-			copy(cur.seg.data[cur.pos:], rec)
+			start = end
 			p.pos = append(p.pos, uint32(cur.pos))
 			cur.last = cur.pos
 			cur.pos += len(rec)
 		}
+		if err := cur.seg.writeAt(p.scratch[run:start], runPos); err != nil {
+			return err
+		}
 		cur.seg.addPositions(p.pos)
 		return nil
-	})
+	}()
 	if err != nil {
 		for _, s := range fresh {
 			s.discard()
@@ -275,6 +322,12 @@ func (p *partition[T]) rolloverLocked(cur *writePos, s *segment, next int64) err
 		s.discard()
 		return err
 	}
+	// The new segment's index will likely hold as many records as the
+	// last one: sized once, it does not grow (and copy) twenty times.
+	cur.seg.mu.Lock()
+	hint := len(cur.seg.eager)
+	cur.seg.mu.Unlock()
+	s.eager = make([]uint32, 0, hint)
 	p.segMu.Lock()
 	p.segs = append(p.segs, s)
 	p.segMu.Unlock()
@@ -352,7 +405,7 @@ func (p *partition[T]) markDirty() error {
 	return p.checkpointProducerLocked(false)
 }
 
-// failLocked makes err sticky: after a failed msync or checkpoint nobody
+// failLocked makes err sticky: after a failed write, flush or checkpoint nobody
 // knows what reached the disk, so the partition refuses further appends
 // until it is reopened and recovered.
 func (p *partition[T]) failLocked(err error) error {

@@ -8,7 +8,7 @@ import (
 	"runtime"
 )
 
-// The mmap storage needs flock, mmap with msync and holes in files, as
+// The mmap storage needs flock, mmap, fdatasync and holes in files, as
 // Linux and macOS have them. On other systems lockFile, the first call of
 // Open, fails with ErrUnsupported, so nothing else here is ever reached.
 
@@ -19,7 +19,7 @@ func unsupported() error {
 func lockFile(*os.File) error                 { return unsupported() }
 func mapFile(*os.File, int64) ([]byte, error) { return nil, unsupported() }
 func unmapFile([]byte)                        {}
-func msync([]byte) error                      { return unsupported() }
+
 func seekHole(*os.File, int64) (int64, error) { return 0, unsupported() }
 func fdatasync(*os.File) error                { return unsupported() }
 func punchHole(*os.File, int64, int64) error  { return unsupported() }

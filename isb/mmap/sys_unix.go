@@ -25,8 +25,8 @@ func lockFile(f *os.File) error {
 }
 
 // mapFile maps size bytes of f shared and read-write. MADV_RANDOM stops
-// the kernel from reading ahead and, on msync, from writing back whole
-// clusters of pages around the dirty ones.
+// the kernel from reading ahead (and, for pages dirtied through the
+// mapping, from writing back whole clusters around them on a flush).
 func mapFile(f *os.File, size int64) ([]byte, error) {
 	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
@@ -41,10 +41,6 @@ func mapFile(f *os.File, size int64) ([]byte, error) {
 
 // unmapFile releases a mapping made by mapFile.
 func unmapFile(data []byte) { unix.Munmap(data) }
-
-// msync writes the dirty pages of data (page-aligned at its start) to disk
-// and waits for the writes.
-func msync(data []byte) error { return unix.Msync(data, unix.MS_SYNC) }
 
 // seekHole returns the start of the first hole at or after pos in f.
 func seekHole(f *os.File, pos int64) (int64, error) {
