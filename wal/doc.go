@@ -11,11 +11,15 @@
 //	for e, err := range w.Replay() { ... rebuild e.Windows from e ... }
 //	rec := w.Recovered() // skip redelivered offsets <= rec.LastOffsets[p]
 //	err = w.Append(ctx, entries...) // durable on return: ack to the ISB now
+//	p, err := w.AppendAsync(ctx, entries...) // or: read on, ack after p.Wait
 //	err = w.GC(ctx, watermark, closedWindows...) // after emitting them
 //
 // # Contract
 //
-// Append returns once its entries are fsync'd; concurrent Appends and GCs
+// Append returns once its entries are fsync'd; AppendAsync returns at once
+// with a Pending that is done then, so that its caller reads and appends
+// on meanwhile (appends of one goroutine complete in order). Concurrent
+// appends and GCs
 // are coalesced by one committer goroutine into a single tidwall/wal write
 // batch and one fsync (a batch that starts a new segment adds the old
 // segment's fsync, which tidwall/wal does, and this package's fsyncs of the
