@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/runnel-dev/runnel v0.0.0
+	github.com/tidwall/wal v1.2.1
 	golang.org/x/sys v0.50.0
 )
 
@@ -12,7 +13,6 @@ require (
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.0 // indirect
 	github.com/tidwall/tinylru v1.1.0 // indirect
-	github.com/tidwall/wal v1.2.1 // indirect
 	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
 )

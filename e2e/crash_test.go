@@ -45,10 +45,19 @@ func crashDirs(dir string) (input, data, sinkFile string) {
 	return filepath.Join(dir, "input"), filepath.Join(dir, "data"), filepath.Join(dir, "sink.txt")
 }
 
+// openCrashInput opens the input topic: crashTopicParts partitions, or as
+// many as RUNNEL_E2E_TOPIC_PARTS says (set for the parent and its child).
 func openCrashInput(dir string) (*isb.Topic[int64], error) {
 	input, _, _ := crashDirs(dir)
-	return mmap.NewTopic[int64](input, "ids", mmap.Topic(isb.Partitions(crashTopicParts)))
+	parts := crashTopicParts
+	if n, err := strconv.Atoi(os.Getenv(crashTopicPartsEnv)); err == nil {
+		parts = n
+	}
+	return mmap.NewTopic[int64](input, "ids", mmap.Topic(isb.Partitions(parts)))
 }
+
+// crashTopicPartsEnv overrides crashTopicParts.
+const crashTopicPartsEnv = "RUNNEL_E2E_TOPIC_PARTS"
 
 // fileSink appends each message's value as a line to a file and fsyncs it
 // before Write returns: what Write acknowledged is on disk.
@@ -228,8 +237,9 @@ func crashRounds(t *testing.T, dir, kind string, rounds int, perRound int64, max
 			t.Fatalf("round %d: a child stopped by SIGTERM exited with %v", round, cmd.ProcessState)
 		}
 	}
-	// The last run drains the topic and ends by itself.
-	cmd, out, _, done := startChildOf(t, dir, kind, env...)
+	// The last run drains the topic and ends by itself (told so by
+	// RUNNEL_E2E_FINAL, for a child whose rounds do not end by themselves).
+	cmd, out, _, done := startChildOf(t, dir, kind, append(slices.Clip(env), "RUNNEL_E2E_FINAL=1")...)
 	select {
 	case <-done:
 	case <-time.After(3 * time.Minute):

@@ -20,54 +20,101 @@ import (
 )
 
 // The crash test of reduce on durable storage: a child process runs
-// topic source -> assign (keys and event time from the id) -> reduce
-// (fixed windows) and reduce (session windows) -> one sink each, on mmap
-// storage with the reduce WAL. Each sink appends "id count" per result to
-// its file and fsyncs before it returns. Every round the parent adds ids to
-// the input topic, starts the child on the same directories and kills it
-// with SIGKILL at a random moment (every fourth round SIGTERM: a clean
-// stop, whose Stopped end keeps the open windows in the WAL). A run that
-// drains the topic ends by itself: the end of stream closes every window.
-// Each round's ids have event times an hour apart from the previous
-// round's and in the future of the wall-clock watermark, so no message is
-// late and the oracle is exact: the final set of (window, key) results
-// must equal the oracle computed from the ids, and a result seen twice must
-// be identical (a re-emission of a window whose GC event a kill lost).
+// topic source -> assign (keys from the id) -> reduce (fixed windows) and
+// reduce (session windows) -> one sink each, on mmap storage with the
+// reduce WAL. Each sink appends "id count pid" per result to its file and
+// fsyncs before it returns. Every round the parent adds ids to the input
+// topic, starts the child on the same directories and kills it with
+// SIGKILL at a random moment (every fourth round SIGTERM: a clean stop,
+// whose Stopped end keeps the open windows in the WAL). Only the final run
+// ends by itself, once it drained the topic: its end of stream closes
+// every window.
+//
+// The source gives each id its event time, and the watermark follows the
+// event times (trailing them by reduceCrashDelay, more than the two topic
+// partitions' read positions ever differ), so windows close during the
+// runs and kills land between a window's results and its GC event. No
+// message is late, so the oracle is exact (each round's ids also start at
+// a window boundary past the previous round's windows, so that no window
+// spans two rounds). The final set of (window, key) results
+// must equal the oracle computed from the ids. A result written twice must
+// be identical (the same count): from another process, it is a re-emission
+// by the reduce (a kill lost the GC event of a window whose results were
+// written), from the same one, a redelivery to the sink (a kill lost the
+// sink's commit). Both are counted and logged.
 
 const (
 	reduceCrashKeys  = 40
 	reduceCrashFixed = 100 * time.Millisecond // fixed window length
 	reduceCrashGap   = 5 * time.Millisecond   // session gap
+	// reduceCrashDelay is the watermark's MaxDelay: the source reads the
+	// two partitions in turn, a batch (200) at a time, so their positions
+	// differ by a few batches at most (about 10ms of event time each).
+	reduceCrashDelay = 150 * time.Millisecond
 )
 
-// reduceCrashBase is the event time of the first id: in the future, so
-// that the sources' wall-clock watermark closes nothing before the end of
-// stream, and within the WAL's time range.
+// reduceCrashBase is the event time of the first id, within the WAL's time
+// range.
 var reduceCrashBase = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// reduceCrashEvent is the event time of id, in rounds of perRound ids an
-// hour apart: 50µs between ids, and a 10ms hole every 500 ids (which
+// reduceCrashOffset is the event time of the i-th id of a round from the
+// round's start: 50µs between ids, and a 10ms hole every 500 ids (which
 // splits sessions; 2 topic partitions interleave them out of order).
+func reduceCrashOffset(i int64) time.Duration {
+	return time.Duration(i)*50*time.Microsecond + time.Duration(i/500)*10*time.Millisecond
+}
+
+// reduceCrashRound is the event time span of a round of perRound ids: past
+// its last id's session end, rounded up to a fixed window, so that a
+// round's windows (fixed and session) never reach into the next round's.
+func reduceCrashRound(perRound int64) time.Duration {
+	last := reduceCrashOffset(perRound-1) + reduceCrashGap
+	return (last/reduceCrashFixed + 1) * reduceCrashFixed
+}
+
+// reduceCrashEvent is the event time of id, in rounds of perRound ids.
 func reduceCrashEvent(id, perRound int64) time.Time {
 	r, i := id/perRound, id%perRound
-	return reduceCrashBase.Add(time.Duration(r)*time.Hour + time.Duration(i)*50*time.Microsecond + time.Duration(i/500)*10*time.Millisecond)
+	return reduceCrashBase.Add(time.Duration(r)*reduceCrashRound(perRound) + reduceCrashOffset(i))
+}
+
+// eventTimedSource gives each id read from the topic its event time, so
+// that the source's watermark follows the event times.
+type eventTimedSource struct {
+	*vertex.TopicSource[int64]
+	perRound int64
+}
+
+func (s eventTimedSource) Read(ctx context.Context, max int) ([]vertex.Message[int64], error) {
+	msgs, err := s.TopicSource.Read(ctx, max)
+	for i := range msgs {
+		msgs[i].EventTime = reduceCrashEvent(msgs[i].Value, s.perRound)
+	}
+	return msgs, err
 }
 
 func reduceCrashKey(id int64) string { return strconv.FormatInt(id%reduceCrashKeys, 10) }
 
-// crashResultSink writes "id count" per result to its file and fsyncs.
+// crashCount is a window's result: its count of distinct ids, and the
+// process that computed it.
+type crashCount struct {
+	N   int64
+	PID int
+}
+
+// crashResultSink writes "id count pid" per result to its file and fsyncs.
 type crashResultSink struct {
 	mu  sync.Mutex
 	f   *os.File
 	buf []byte
 }
 
-func (s *crashResultSink) Write(_ context.Context, msgs []vertex.Message[vertex.Windowed[int64]]) ([]vertex.Result, error) {
+func (s *crashResultSink) Write(_ context.Context, msgs []vertex.Message[vertex.Windowed[crashCount]]) ([]vertex.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.buf = s.buf[:0]
 	for _, m := range msgs {
-		s.buf = fmt.Appendf(s.buf, "%s %d\n", m.ID, m.Value.Value)
+		s.buf = fmt.Appendf(s.buf, "%s %d %d\n", m.ID, m.Value.Value.N, m.Value.Value.PID)
 	}
 	if _, err := s.f.Write(s.buf); err != nil {
 		return nil, err
@@ -83,9 +130,10 @@ func reduceCrashFiles(dir string) (fixed, session string) {
 // map before the reduce deliver at least once: a kill makes them send
 // again what they had not committed, and a plain count would count those
 // duplicates, which are no fault of the reduce. Counting distinct ids makes
-// the oracle exact while still catching every lost or extra id.
-func countDistinct() vertex.Aggregator[int64, map[int64]struct{}, int64] {
-	return vertex.Aggregator[int64, map[int64]struct{}, int64]{
+// the oracle exact while still catching every lost or extra id. The result
+// carries the pid of the process that computed it.
+func countDistinct() vertex.Aggregator[int64, map[int64]struct{}, crashCount] {
+	return vertex.Aggregator[int64, map[int64]struct{}, crashCount]{
 		Create: func() map[int64]struct{} { return map[int64]struct{}{} },
 		Add: func(acc map[int64]struct{}, m vertex.Message[int64]) map[int64]struct{} {
 			acc[m.Value] = struct{}{}
@@ -95,7 +143,7 @@ func countDistinct() vertex.Aggregator[int64, map[int64]struct{}, int64] {
 			maps.Copy(a, b)
 			return a
 		},
-		Result: func(acc map[int64]struct{}) int64 { return int64(len(acc)) },
+		Result: func(acc map[int64]struct{}) crashCount { return crashCount{N: int64(len(acc)), PID: os.Getpid()} },
 	}
 }
 
@@ -122,15 +170,47 @@ func reduceCrashChild() int {
 		defer f.Close()
 		sinks = append(sinks, &crashResultSink{f: f})
 	}
-	p := pipeline.New("crash", pipeline.WithDataDir(data))
-	ids := pipeline.Source(p, "ids", vertex.FromTopic(topic, crashSourceName, vertex.EndWhenEmpty()), vertex.BatchSize(200))
+	p := pipeline.New("crash", pipeline.WithDataDir(data), pipeline.Watermarks(pipeline.WatermarkConfig{MaxDelay: reduceCrashDelay}))
+	// Only the final run ends when the topic is drained; the others run
+	// until their signal, so that every round but the SIGTERM ones is
+	// killed, and the windows of a round close only as the watermark
+	// passes them.
+	var topicOpts []vertex.TopicSourceOption
+	if os.Getenv("RUNNEL_E2E_FINAL") != "" {
+		topicOpts = append(topicOpts, vertex.EndWhenEmpty())
+	}
+	src := eventTimedSource{vertex.FromTopic(topic, crashSourceName, topicOpts...), perRound}
+	ids := pipeline.Source(p, "ids", src, vertex.BatchSize(200))
 	assigned := pipeline.FlatMap(p, "assign", ids, func(_ context.Context, m vertex.Message[int64]) ([]vertex.Message[int64], error) {
-		return []vertex.Message[int64]{{ID: m.ID, Keys: []string{reduceCrashKey(m.Value)}, EventTime: reduceCrashEvent(m.Value, perRound), Value: m.Value}}, nil
+		return []vertex.Message[int64]{{ID: m.ID, Keys: []string{reduceCrashKey(m.Value)}, EventTime: m.EventTime, Value: m.Value}}, nil
 	}, vertex.BatchSize(200), vertex.BufferCapacity(5000))
-	fixed, _ := pipeline.Reduce(p, "fixed", assigned, vertex.Fixed(reduceCrashFixed), countDistinct(),
+	fixed, fixedLate := pipeline.Reduce(p, "fixed", assigned, vertex.Fixed(reduceCrashFixed), countDistinct(),
 		vertex.Replicas(2), vertex.BatchSize(200), vertex.BufferCapacity(5000))
-	sessions, _ := pipeline.Reduce(p, "session", assigned, vertex.Session(reduceCrashGap), countDistinct(),
+	sessions, sessionLate := pipeline.Reduce(p, "session", assigned, vertex.Session(reduceCrashGap), countDistinct(),
 		vertex.Replicas(2), vertex.BatchSize(200), vertex.BufferCapacity(5000))
+	// The late streams go to a file: a late message can only be a
+	// duplicate (the assign vertex sends again what a kill kept it from
+	// committing), since a late id never counted fails the oracle.
+	lf, err := os.OpenFile(filepath.Join(dir, "late.txt"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return childFail("open late file: %v", err)
+	}
+	defer lf.Close()
+	var lateMu sync.Mutex
+	lateSink := func(name string) vertex.Sink[int64] {
+		return vertex.Func(func(_ context.Context, ms []vertex.Message[int64]) error {
+			lateMu.Lock()
+			defer lateMu.Unlock()
+			var b []byte
+			for _, m := range ms {
+				b = fmt.Appendf(b, "%s id %d at %v\n", name, m.Value, m.EventTime.Sub(reduceCrashBase))
+			}
+			_, err := lf.Write(b)
+			return err
+		})
+	}
+	pipeline.Sink(p, "fixed-late", fixedLate, lateSink("fixed"))
+	pipeline.Sink(p, "session-late", sessionLate, lateSink("session"))
 	pipeline.Sink(p, "fixed-out", fixed, sinks[0], vertex.BatchSize(100))
 	pipeline.Sink(p, "session-out", sessions, sinks[1], vertex.BatchSize(100))
 	fmt.Fprintln(os.Stdout, "S") // SIGTERM is handled from here on
@@ -171,58 +251,97 @@ func reduceCrashOracle(total, perRound int64) (fixed, session map[string]int64) 
 	return fixed, session
 }
 
-// readResults reads a sink file: the count of each result ID, how many
-// lines repeated an earlier result identically, and lines torn by a kill.
-// A repeated ID with another count is an error.
-func readResults(t *testing.T, file string) (results map[string]int64, dups, torn int) {
+// readLate returns the lines of the late messages' file.
+func readLate(t *testing.T, dir string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "late.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.DeleteFunc(strings.Split(string(b), "\n"), func(l string) bool { return l == "" })
+}
+
+// crashResults is what a sink file holds.
+type crashResults struct {
+	counts map[string]int64 // the count of each result ID
+	// reemitted counts lines that repeat an earlier result identically from
+	// another process: re-emissions by the reduce after a lost GC event;
+	// redelivered those from the same process: redeliveries to the sink
+	// after a lost commit.
+	reemitted, redelivered int
+	torn                   int // lines torn by a kill
+}
+
+// readResults reads a sink file. A repeated ID with another count is an
+// error: a re-emission must be identical.
+func readResults(t *testing.T, file string) crashResults {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	results = map[string]int64{}
+	r := crashResults{counts: map[string]int64{}}
+	pids := map[string]string{}
 	lines := strings.Split(string(b), "\n")
-	for i, line := range lines {
+	for _, line := range lines {
 		if line == "" {
 			continue
 		}
-		id, count, ok := strings.Cut(line, " ")
-		n, err := strconv.ParseInt(count, 10, 64)
-		if !ok || err != nil {
-			if i != len(lines)-1 && !strings.HasSuffix(line, "\n") {
-				torn++ // a write the sink never acknowledged, cut by a kill
-			}
+		f := strings.Fields(line)
+		var n int64
+		if len(f) == 3 {
+			n, err = strconv.ParseInt(f[1], 10, 64)
+		}
+		if len(f) != 3 || err != nil {
+			r.torn++ // a write the sink never acknowledged, cut by a kill
 			continue
 		}
-		if prev, seen := results[id]; seen {
+		id, pid := f[0], f[2]
+		if prev, seen := r.counts[id]; seen {
 			if prev != n {
 				t.Errorf("%s: result %s emitted as %d and again as %d: not an identical re-emission", filepath.Base(file), id, prev, n)
 			}
-			dups++
+			if pid != pids[id] {
+				r.reemitted++
+			} else {
+				r.redelivered++
+			}
 			continue
 		}
-		results[id] = n
+		r.counts[id], pids[id] = n, pid
 	}
-	return results, dups, torn
+	return r
 }
 
 func TestCrashDurableReduce(t *testing.T) {
-	rounds, perRound := 40, int64(4_000) // 30 SIGKILL, 10 SIGTERM
+	rounds, perRound := 44, int64(4_000) // 33 SIGKILL, 11 SIGTERM
 	if n, err := strconv.Atoi(os.Getenv("RUNNEL_E2E_ROUNDS")); err == nil {
 		rounds = n // for debugging only: the test asks for at least 10 kills
 	}
 	dir := t.TempDir()
-	env := []string{"RUNNEL_E2E_PER_ROUND=" + strconv.FormatInt(perRound, 10)}
+	// One input partition: the source reads the ids in event-time order,
+	// so its watermark never passes an id it has not read. (Over two
+	// partitions read in turn by one consumer, one watermark for both, a
+	// partition left behind after a restart had its ids judged late.)
+	t.Setenv(crashTopicPartsEnv, "1")
+	env := []string{"RUNNEL_E2E_PER_ROUND=" + strconv.FormatInt(perRound, 10), crashTopicPartsEnv + "=1"}
 	start := time.Now()
 	total, killed, stopped, finished := crashRounds(t, dir, "reduce-crash", rounds, perRound, 900*time.Millisecond, env...)
 
+	if killed < 30 && rounds >= 40 {
+		t.Fatalf("only %d rounds were killed mid-run, want at least 30", killed)
+	}
+	lateLines := readLate(t, dir)
+	t.Logf("%d late messages (duplicates: the oracle check below fails on a late id never counted): %q", len(lateLines), lateLines[:min(len(lateLines), 5)])
 	wantFixed, wantSession := reduceCrashOracle(total, perRound)
+	reemitted := 0
 	fixedFile, sessionFile := reduceCrashFiles(dir)
 	for _, c := range []struct {
 		file string
 		want map[string]int64
 	}{{fixedFile, wantFixed}, {sessionFile, wantSession}} {
-		got, dups, torn := readResults(t, c.file)
+		res := readResults(t, c.file)
+		got := res.counts
 		if !maps.Equal(got, c.want) {
 			missing, wrong, extra := 0, 0, 0
 			for id, n := range c.want {
@@ -261,10 +380,11 @@ func TestCrashDurableReduce(t *testing.T) {
 			t.Logf("per round (want, got): %v", byHour)
 			t.Fatalf("%s: %d results, oracle %d: %d missing, %d wrong, %d extra", filepath.Base(c.file), len(got), len(c.want), missing, wrong, extra)
 		}
-		t.Logf("%s: all %d (window, key) results equal the oracle; %d identical re-emissions, %d torn lines",
-			filepath.Base(c.file), len(got), dups, torn)
+		t.Logf("%s: all %d (window, key) results equal the oracle; %d identical re-emissions by the reduce, %d redeliveries to the sink, %d torn lines",
+			filepath.Base(c.file), len(got), res.reemitted, res.redelivered, res.torn)
+		reemitted += res.reemitted
 	}
-	t.Logf("%d rounds (%d SIGKILL, %d SIGTERM, %d drained before the signal) over %d ids in %v",
-		rounds, killed, stopped, finished, total, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d rounds (%d SIGKILL, %d SIGTERM, %d drained before the signal) over %d ids in %v; %d re-emissions by the reduce in all",
+		rounds, killed, stopped, finished, total, time.Since(start).Round(time.Millisecond), reemitted)
 	assertDrained(t, dir)
 }

@@ -76,7 +76,8 @@ type ReduceSpec[In, S, Out any] struct {
 // watermark advances when no data comes).
 //
 // Acknowledgement: a message is acked (and its offset committed) once it
-// is added to its windows, not when they close.
+// is added to its windows (with a log: once its WAL entry is durable, which
+// the worker does not wait for), not when they close.
 //
 // End of stream: the replica ends once its input has ended (see eos.go).
 // When every upstream stream ended Final, its watermark is watermark.Max,
@@ -120,7 +121,7 @@ func RunReduce[In, S, Out any](hard, stop context.Context, cfg Config, in Input[
 	parts := replicaParts[In]{
 		mode: chunkByKey, // one shard per worker: dispatch by key hash
 		out:  func() output { return red },
-		newHandler: func(r *reader[In]) handler[In] {
+		newStaged: func(r *reader[In]) stagedHandler[In] {
 			if red.r == nil {
 				red.r = r
 				red.w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, red.watermark)
@@ -173,12 +174,19 @@ type reduceShard[In, S, Out any] struct {
 	vals    []byte
 	wins    []wal.Window
 	gcs     []wal.Window
+	// pending is the last append handed to the log, maybe not yet durable:
+	// results are written only once it is (see closeUpTo).
+	pending *wal.Pending
 }
 
 // handle adds a chunk's messages to the shard's windows, sends the late
 // ones to the late stream, then closes what the chunk's watermark closed.
-// The chunk is acked when it returns nil.
-func (sh *reduceShard[In, S, Out]) handle(ctx context.Context, chunk []inflight[In]) error {
+// With a log, it hands the chunk's entries to the WAL and returns them as
+// the chunk's pending write: the worker's completer acks the chunk once
+// they are durable, while the worker goes on with the next chunks (see
+// staged_worker.go; the group commit shares one fsync among the chunks
+// appended meanwhile). Without one, the chunk is acked when handle returns.
+func (sh *reduceShard[In, S, Out]) handle(ctx context.Context, chunk []inflight[In]) (pendingWrite, error) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.lates = sh.lates[:0]
@@ -198,18 +206,25 @@ func (sh *reduceShard[In, S, Out]) handle(ctx context.Context, chunk []inflight[
 		}
 		if red.spec.Log != nil {
 			if err := sh.logEntry(it); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	// Durable before the chunk is acked.
-	if err := sh.appendLogged(ctx); err != nil {
-		return err
+	// Durable before the chunk is acked: the wait is the chunk's settling.
+	p, err := sh.appendLogged(ctx)
+	if err != nil {
+		return nil, err
 	}
 	if err := sh.writeLate(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	return sh.closeUpTo(ctx, sh.wm)
+	if err := sh.closeUpTo(ctx, sh.wm); err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, nil
+	}
+	return loggedChunk{ctx, p}, nil
 }
 
 // writeLate writes the late messages of the chunk to the late stream, or
@@ -264,6 +279,12 @@ func (sh *reduceShard[In, S, Out]) closeUpTo(ctx context.Context, wm int64) erro
 		}
 		return nil
 	})
+	if err == nil && (len(sh.outs) > 0 || len(sh.gcs) > 0) {
+		// Results only of durable entries: a crash after they are written
+		// re-emits them from the log alone, the same messages in the same
+		// order, never from redelivered ones read in another order.
+		err = sh.logDurable(ctx)
+	}
 	if err == nil && len(sh.outs) > 0 {
 		err = red.w.Write(ctx, sh.outs, sh.out)
 	}

@@ -20,9 +20,17 @@ import (
 //     the highest watermark a GC event recorded, so that a window already
 //     emitted is never opened again.
 //   - Each message read is appended (its value through Codec, keys, event
-//     time, partition and offset, the windows it joined) before it is
-//     acked to the ISB; wal group-commits the appends of a batch with one
-//     fsync.
+//     time, partition and offset, the windows it joined) and its chunk is
+//     acked to the ISB only once the append is durable. The append is
+//     handed to the log without waiting (wal.AppendAsync) and is the
+//     chunk's pending write: the worker goes on reading and aggregating
+//     the next chunks while the fsync runs, its completer acks each chunk
+//     once its append is durable (staged_worker.go, as a map worker's
+//     staged writes), and wal's group commit shares one fsync among the
+//     chunks appended meanwhile.
+//   - A window's results are written only once every entry appended before
+//     they were computed is durable, so a re-emission after a crash comes
+//     from the log alone (the same messages in the same order).
 //   - A redelivered message at or below Recovered().LastOffsets of its
 //     partition is in the log already (in an open window, or in one
 //     emitted and compacted away): it is acked without being added again.
@@ -31,8 +39,8 @@ import (
 //   - Closing windows writes their results, then appends a GC event. A
 //     crash between the two re-emits those windows after the restart, from
 //     the same messages in the same order: the same result IDs and values
-//     (a streaming reducer sees the replayed messages without their IDs,
-//     which the log does not keep).
+//     (a streaming reducer sees the replayed messages with their IDs, event
+//     times, keys and values; headers and tags are not logged).
 //   - A Stopped end (the pipeline was cancelled) leaves the open windows in
 //     the log for the next run instead of emitting them.
 //
@@ -58,7 +66,7 @@ func (red *reduceReplica[In, S, Out]) recover() error {
 		if err != nil {
 			return fmt.Errorf("reduce WAL replay: %w", err)
 		}
-		m := vertex.Message[In]{EventTime: e.EventTime, Keys: e.Keys}
+		m := vertex.Message[In]{ID: e.ID, EventTime: e.EventTime, Keys: e.Keys}
 		if err := log.Codec.Decode(e.Value, &m.Value); err != nil {
 			return fmt.Errorf("reduce WAL replay: partition %d offset %d: value with codec %s: %w", e.Partition, e.Offset, log.Codec.Name(), err)
 		}
@@ -94,16 +102,17 @@ func (sh *reduceShard[In, S, Out]) logEntry(it *inflight[In]) error {
 	wins := len(sh.wins)
 	sh.wins = sh.set.added(sh.wins)
 	sh.entries = append(sh.entries, wal.Entry{Partition: int32(it.partition), Offset: it.offset,
-		EventTime: it.msg.EventTime, Keys: it.msg.Keys})
+		EventTime: it.msg.EventTime, ID: it.msg.ID, Keys: it.msg.Keys})
 	sh.spans = append(sh.spans, [4]int{from, len(sh.vals), wins, len(sh.wins)})
 	return nil
 }
 
-// appendLogged appends the shard's pending entries and returns once they
-// are durable. sh.mu is held.
-func (sh *reduceShard[In, S, Out]) appendLogged(ctx context.Context) error {
+// appendLogged hands the shard's pending entries to the log and returns
+// their Pending (nil when there were none), also kept as sh.pending. sh.mu
+// is held.
+func (sh *reduceShard[In, S, Out]) appendLogged(ctx context.Context) (*wal.Pending, error) {
 	if len(sh.entries) == 0 {
-		return nil
+		return nil, nil
 	}
 	// The scratch buffers may have grown while entries were added: the
 	// slices are cut only now.
@@ -111,14 +120,43 @@ func (sh *reduceShard[In, S, Out]) appendLogged(ctx context.Context) error {
 		sh.entries[i].Value = sh.vals[sp[0]:sp[1]:sp[1]]
 		sh.entries[i].Windows = sh.wins[sp[2]:sp[3]:sp[3]]
 	}
-	err := sh.red.spec.Log.WAL.Append(ctx, sh.entries...)
+	p, err := sh.red.spec.Log.WAL.AppendAsync(ctx, sh.entries...) // encodes them: the buffers are free
 	clear(sh.entries)
 	sh.entries, sh.spans, sh.vals = sh.entries[:0], sh.spans[:0], sh.vals[:0]
 	clear(sh.wins)
 	sh.wins = sh.wins[:0]
 	if err != nil {
+		return nil, fmt.Errorf("reduce WAL append: %w", err)
+	}
+	sh.pending = p
+	return p, nil
+}
+
+// loggedChunk is the pending write of a chunk whose entries were handed to
+// the log: it completes once they are durable.
+type loggedChunk struct {
+	ctx context.Context // the handler's: the replica's hard context
+	p   *wal.Pending
+}
+
+func (c loggedChunk) complete() error {
+	if err := c.p.Wait(c.ctx); err != nil {
 		return fmt.Errorf("reduce WAL append: %w", err)
 	}
+	return nil
+}
+
+// logDurable waits until every entry the shard appended is durable: the
+// log writes one goroutine's appends in order, so the last one suffices.
+// sh.mu is held.
+func (sh *reduceShard[In, S, Out]) logDurable(ctx context.Context) error {
+	if sh.pending == nil {
+		return nil
+	}
+	if err := sh.pending.Wait(ctx); err != nil {
+		return fmt.Errorf("reduce WAL append: %w", err)
+	}
+	sh.pending = nil
 	return nil
 }
 

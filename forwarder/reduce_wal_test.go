@@ -2,7 +2,10 @@ package forwarder
 
 import (
 	"context"
+	"fmt"
+	"iter"
 	"maps"
+	"strings"
 	"math"
 	"testing"
 	"time"
@@ -18,6 +21,12 @@ import (
 // of stream of kind end, and returns the results by window and key.
 func runLogged(t *testing.T, dir string, msgs []msg, w vertex.Windowing, end EndKind) []result {
 	t.Helper()
+	return runLoggedWith(t, dir, msgs, w, end, Aggregate(vertex.Counting[int]()))
+}
+
+// runLoggedWith is runLogged with any reducer.
+func runLoggedWith[S, Out any](t *testing.T, dir string, msgs []msg, w vertex.Windowing, end EndKind, red Reducer[int, S, Out]) []vertex.Message[vertex.Windowed[Out]] {
+	t.Helper()
 	in := newTopic(t, "in")
 	if _, err := in.Producer(nil).ProduceTo(context.Background(), 0, msgs); err != nil {
 		t.Fatal(err)
@@ -25,7 +34,7 @@ func runLogged(t *testing.T, dir string, msgs []msg, w vertex.Windowing, end End
 	if err := NewWriter([]Edge[int]{{To: "r", Topic: in}}, &Counters{}, nil, nil).WriteEnd(context.Background(), "src/0", end); err != nil {
 		t.Fatal(err)
 	}
-	out, err := memory.NewTopic[result]("out")
+	out, err := memory.NewTopic[vertex.Message[vertex.Windowed[Out]]]("out")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,14 +58,51 @@ func runLogged(t *testing.T, dir string, msgs []msg, w vertex.Windowing, end End
 		t.Fatal(err)
 	}
 	cfg := Config{Vertex: "r", Options: opts, Counters: &Counters{}}
-	spec := ReduceSpec[int, int64, int64]{Window: w, Reducer: Aggregate(vertex.Counting[int]()),
+	spec := ReduceSpec[int, S, Out]{Window: w, Reducer: red,
 		Log: &ReduceLog[int]{WAL: log, Codec: codec.JSON[int]()}}
 	ctx := context.Background()
-	if err := RunReduce(ctx, ctx, cfg, Input[int]{Consumer: c, Partitions: 1, Writers: 1}, []Edge[vertex.Windowed[int64]]{{To: "out", Topic: out}}, spec); err != nil {
+	if err := RunReduce(ctx, ctx, cfg, Input[int]{Consumer: c, Partitions: 1, Writers: 1}, []Edge[vertex.Windowed[Out]]{{To: "out", Topic: out}}, spec); err != nil {
 		t.Fatalf("RunReduce: %v", err)
 	}
 	results, _ := splitEnds(readAll(t, out))
 	return results
+}
+
+// TestReplayedMessagesKeepTheirIDs: a streaming reducer sees the messages
+// replayed from the WAL with their IDs (and values, keys, event times), in
+// the order they were first added, then the new ones.
+func TestReplayedMessagesKeepTheirIDs(t *testing.T) {
+	at := time.Unix(1_700_000_000, 0)
+	msgs := make([]msg, 10)
+	for i := range msgs {
+		msgs[i] = msg{ID: fmt.Sprintf("id-%d", i), Keys: []string{[]string{"a", "b"}[i%2]},
+			EventTime: at.Add(time.Duration(i) * time.Millisecond), Value: 100 + i}
+	}
+	// Each window's result lists what the reducer saw of each message.
+	seen := StreamReduce(func(_ context.Context, _ vertex.Window, _ []string, ms iter.Seq[vertex.Message[int]], emit func(string) error) error {
+		var b strings.Builder
+		for m := range ms {
+			fmt.Fprintf(&b, "%s=%d@%d;", m.ID, m.Value, m.EventTime.Sub(at).Milliseconds())
+		}
+		return emit(b.String())
+	})
+	dir := t.TempDir()
+	if got := runLoggedWith(t, dir, msgs[:6], vertex.Fixed(time.Minute), Stopped, seen); len(got) != 0 {
+		t.Fatalf("a Stopped end emitted %d results", len(got))
+	}
+	// The second run reads all ten again: the first six are redelivered
+	// and skipped (the log holds them), the last four are new.
+	got := map[string]string{}
+	for _, r := range runLoggedWith(t, dir, msgs, vertex.Fixed(time.Minute), Final, seen) {
+		got[r.Value.Keys[0]] = r.Value.Value
+	}
+	want := map[string]string{
+		"a": "id-0=100@0;id-2=102@2;id-4=104@4;id-6=106@6;id-8=108@8;",
+		"b": "id-1=101@1;id-3=103@3;id-5=105@5;id-7=107@7;id-9=109@9;",
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("the streaming reducer saw\n%v\nwant\n%v", got, want)
+	}
 }
 
 // With a WAL, a Stopped end keeps the open windows in the log instead of

@@ -21,7 +21,9 @@ import (
 //	worker      handler: map, Writer.Stage            -> completer
 //	completer   pendingWrite.complete (flush, watermarks), ack the chunk
 //
-// A chunk is acked only after its outputs are durable, as before. The
+// A reduce worker with a WAL does the same with its chunk's log appends
+// (reduce_wal.go's loggedChunk). A chunk is acked only after its outputs
+// are durable, as before. The
 // messages a replica holds are still bounded by MaxInFlight (the reader's
 // permits are released by the acks), and the handler bounds its staged
 // writes (stagedWrites per worker).

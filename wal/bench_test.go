@@ -49,7 +49,7 @@ func BenchmarkAppend(b *testing.B) {
 			b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "entries/s")
 		})
 		b.Run(fmt.Sprintf("tidwall/batch=%d", n), func(b *testing.B) {
-			l, err := tidwall.Open(b.TempDir(), &tidwall.Options{SegmentSize: defaultSegmentSize})
+			l, err := tidwall.Open(b.TempDir(), &tidwall.Options{SegmentSize: DefaultSegmentSize})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -163,7 +163,7 @@ func BenchmarkReplay(b *testing.B) {
 		gens, _ := filepath.Glob(filepath.Join(dir, genPrefix+"*"))
 		cpu0 := cpuTime()
 		for b.Loop() {
-			l, err := tidwall.Open(gens[0], &tidwall.Options{SegmentSize: defaultSegmentSize, NoCopy: true})
+			l, err := tidwall.Open(gens[0], &tidwall.Options{SegmentSize: DefaultSegmentSize, NoCopy: true})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -16,7 +16,7 @@ type request struct {
 	ends    []int // end of each entry in buf
 	offsets []partitionOffset
 	gc      *gcEvent
-	done    chan error // buffered: the committer never waits for the appender
+	pending *Pending // answered by the committer, which then pools the request
 }
 
 type partitionOffset struct {
@@ -28,12 +28,61 @@ type partitionOffset struct {
 // a request and gathering the waiting ones.
 var testHookGather func(*WAL)
 
-var requestPool = sync.Pool{New: func() any { return &request{done: make(chan error, 1)} }}
+var requestPool = sync.Pool{New: func() any { return &request{} }}
 
 func getRequest() *request {
 	r := requestPool.Get().(*request)
-	r.buf, r.ends, r.offsets, r.gc = r.buf[:0], r.ends[:0], r.offsets[:0], nil
+	r.buf, r.ends, r.offsets, r.gc, r.pending = r.buf[:0], r.ends[:0], r.offsets[:0], nil, nil
 	return r
+}
+
+// answer reports the request's result to its Pending and gives the request
+// back to the pool: only the committer calls it, and the appender no
+// longer touches a request it handed over.
+func (r *request) answer(err error) {
+	p := r.pending
+	p.err = err
+	close(p.done)
+	r.buf, r.gc, r.pending = r.buf[:0], nil, nil
+	requestPool.Put(r)
+}
+
+// Pending is an AppendAsync on its way to disk. Its methods are safe for
+// concurrent use, and it may be waited for any number of times.
+type Pending struct {
+	w    *WAL
+	done chan struct{} // closed by the committer once err is set
+	err  error
+}
+
+// Done is closed once the append's batch is written and fsync'd, or
+// failed: Wait then returns at once.
+func (p *Pending) Done() <-chan struct{} { return p.done }
+
+// Wait returns once the append is durable (nil) or failed: the write error
+// that stopped the WAL, ErrClosed when Close came first. If ctx ends first,
+// Wait returns ctx.Err() and the append may still complete.
+func (p *Pending) Wait(ctx context.Context) error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+	}
+	select {
+	case <-p.done:
+		return p.err
+	case <-p.w.done:
+		// The committer exited; it answers every request it took before
+		// that, so an unanswered one stayed in the queue, unwritten.
+		select {
+		case <-p.done:
+			return p.err
+		default:
+			return p.w.stoppedErr()
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Append writes entries to the log and returns once they are durable: the
@@ -45,12 +94,32 @@ func getRequest() *request {
 // Append returns ctx.Err() and the entries may or may not be written. Each
 // entry needs at least one window; times must lie in the years 1678-2261.
 func (w *WAL) Append(ctx context.Context, entries ...Entry) error {
+	p, err := w.AppendAsync(ctx, entries...)
+	if err != nil {
+		return err
+	}
+	return p.Wait(ctx)
+}
+
+// AppendAsync is Append without the wait: it encodes entries, hands them
+// to the group commit and returns; the returned Pending's Wait returns
+// once they are durable. It lets a caller go on reading (and appending)
+// while a batch is fsync'd: the group commit then shares one fsync among
+// the batches that queued meanwhile. Acknowledge the messages only after
+// Wait returned nil.
+//
+// Appends from one goroutine are written in the order they were made, and
+// so are their results: once a Pending is done, every append made before it
+// by the same goroutine is done too. AppendAsync blocks only while the
+// committer's queue is full; an error (an invalid entry, ErrClosed, the
+// error that stopped the WAL, ctx.Err()) means nothing was handed over.
+func (w *WAL) AppendAsync(ctx context.Context, entries ...Entry) (*Pending, error) {
 	r := getRequest()
 	for i := range entries {
 		e := &entries[i]
 		if err := e.validate(); err != nil {
 			requestPool.Put(r)
-			return err
+			return nil, err
 		}
 		r.buf = appendMessage(r.buf, e)
 		r.ends = append(r.ends, len(r.buf))
@@ -58,10 +127,17 @@ func (w *WAL) Append(ctx context.Context, entries ...Entry) error {
 	}
 	if len(r.ends) == 0 {
 		requestPool.Put(r)
-		return nil
+		return donePending, nil
 	}
 	return w.submit(ctx, r)
 }
+
+// donePending is the Pending of an append of nothing.
+var donePending = func() *Pending {
+	p := &Pending{done: make(chan struct{})}
+	close(p.done)
+	return p
+}()
 
 // GC appends a GC event for windows the reduce closed (and emitted) at
 // watermark, and returns once it is durable. Their entries are dropped by
@@ -83,7 +159,11 @@ func (w *WAL) GC(ctx context.Context, watermark time.Time, windows ...Window) er
 	r.gc = &gcEvent{watermark: watermark, windows: windows}
 	r.buf = appendGC(r.buf, r.gc)
 	r.ends = append(r.ends, len(r.buf))
-	return w.submit(ctx, r)
+	p, err := w.submit(ctx, r)
+	if err != nil {
+		return err
+	}
+	return p.Wait(ctx)
 }
 
 // notePartition keeps the highest offset per partition of the request (a
@@ -98,35 +178,22 @@ func (r *request) notePartition(p int32, off int64) {
 	r.offsets = append(r.offsets, partitionOffset{p, off})
 }
 
-// submit hands r to the committer and waits for its result.
-func (w *WAL) submit(ctx context.Context, r *request) error {
+// submit hands r to the committer and returns the Pending it answers.
+func (w *WAL) submit(ctx context.Context, r *request) (*Pending, error) {
+	p := &Pending{w: w, done: make(chan struct{})}
+	r.pending = p
 	select {
 	case w.reqs <- r:
+		return p, nil
 	case <-w.stop:
 		requestPool.Put(r)
-		return ErrClosed
+		return nil, ErrClosed
 	case <-w.done:
 		requestPool.Put(r)
-		return w.stoppedErr()
+		return nil, w.stoppedErr()
 	case <-ctx.Done():
 		requestPool.Put(r)
-		return ctx.Err()
-	}
-	select {
-	case err := <-r.done:
-		requestPool.Put(r) // answered: the committer is done with it
-		return err
-	case <-w.done:
-		// The committer exited; it answers every request it took before
-		// that, so an unanswered one stayed in the queue, unwritten.
-		select {
-		case err := <-r.done:
-			return err
-		default:
-			return w.stoppedErr()
-		}
-	case <-ctx.Done():
-		return ctx.Err() // r stays with the committer, which answers into its buffer
+		return nil, ctx.Err()
 	}
 }
 
@@ -138,12 +205,22 @@ func (w *WAL) stoppedErr() error {
 }
 
 // run is the committer goroutine, owned by the WAL: started by Open,
-// stopped by Close (w.stop). It writes batches, compacts, and stops for
-// good on a write error, which Err reports. When it exits it sends the
-// error that stopped it (nil for Close) on w.errc, which Close receives,
-// and closes w.done, on which appenders wait.
+// stopped by Close (w.stop). It writes batches, starts compactions (each in
+// a goroutine of its own, see compaction) and switches generations when
+// one is built, and stops for good on a write error, which Err reports.
+// When it exits it abandons a running compaction, sends the error that
+// stopped it (nil for Close) on w.errc, which Close receives, and closes
+// w.done, on which appenders wait.
 func (w *WAL) run() {
+	var queued []chan error // Compact calls that came while a compaction ran
 	defer func() {
+		if c := w.running; c != nil {
+			w.running = nil
+			w.abandon(c, w.stoppedErr())
+		}
+		for _, ch := range queued {
+			ch <- w.stoppedErr()
+		}
 		w.errc <- w.Err()
 		close(w.done)
 	}()
@@ -155,6 +232,10 @@ func (w *WAL) run() {
 	}
 	var group []*request
 	for {
+		var built <-chan error // the running compaction's result
+		if w.running != nil {
+			built = w.running.errc
+		}
 		select {
 		case <-w.stop:
 			return
@@ -169,28 +250,35 @@ func (w *WAL) run() {
 				w.fail(err) // before the answers: an appender told of it sees it in Err
 			}
 			for _, r := range group {
-				r.done <- err
+				r.answer(err)
 			}
 			clear(group)
 			if err != nil {
 				return
 			}
-			if len(w.closed) > 0 && w.genBytes > max(2*w.keptSize, w.cfg.compactMin) {
-				if w.tryCompact(false) != nil && w.Err() != nil {
-					return
-				}
+			if w.running == nil && len(w.closed) > 0 && w.genBytes > max(2*w.keptSize, w.cfg.compactMin) {
+				w.running = w.startCompaction(false, nil)
 			}
 		case <-tick:
-			if len(w.closed) > 0 && w.appended.Load() {
-				if w.tryCompact(false) != nil && w.Err() != nil {
-					return
-				}
+			if w.running == nil && len(w.closed) > 0 && w.appended.Load() {
+				w.running = w.startCompaction(false, nil)
 			}
-		case c := <-w.compacts:
-			err := w.tryCompact(true)
-			c <- err
-			if err != nil && w.Err() != nil {
+		case ch := <-w.compacts:
+			if w.running != nil {
+				queued = append(queued, ch) // after it: windows closed since its snapshot go too
+				continue
+			}
+			w.running = w.startCompaction(true, []chan error{ch})
+		case err := <-built:
+			c := w.running
+			w.running = nil
+			<-c.done
+			if w.finishCompaction(c, err) != nil && w.Err() != nil {
 				return
+			}
+			if len(queued) > 0 {
+				w.running = w.startCompaction(true, queued)
+				queued = nil
 			}
 		}
 	}
@@ -230,6 +318,9 @@ func (w *WAL) commit(group []*request) error {
 			seal(e, w.batchID, flags)
 			index++
 			w.batch.Write(index, e)
+			if w.running != nil {
+				w.running.noteCommitted(e)
+			}
 			frame := frameSize(e)
 			bytes += frame
 			if w.addFrame(frame) {

@@ -6,15 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
-
-	tidwall "github.com/tidwall/wal"
 )
 
-// Compact rewrites the log without the entries of closed windows now,
-// instead of waiting for the periodic or growth-triggered compaction. It
-// returns nil without rewriting when no window was closed since the last
-// compaction.
+// Compact rewrites the log without the entries of the windows closed so
+// far, instead of waiting for the periodic or growth-triggered compaction,
+// and returns once the new generation is live. It returns nil without
+// rewriting when no window was closed since the last compaction. If a
+// compaction is running, another one starts after it.
 func (w *WAL) Compact(ctx context.Context) error {
 	c := make(chan error, 1)
 	select {
@@ -29,58 +27,128 @@ func (w *WAL) Compact(ctx context.Context) error {
 	select {
 	case err := <-c:
 		return err
+	case <-w.done:
+		select {
+		case err := <-c:
+			return err
+		default:
+			return w.stoppedErr()
+		}
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-// tryCompact compacts unless a Replay is reading the generation; wait says
-// whether to wait for that Replay (an explicit Compact) or to skip this
-// round (a periodic or growth-triggered one).
-func (w *WAL) tryCompact(wait bool) error {
+// compaction is one compaction in progress. Its goroutine, started and
+// owned by the committer, reads the live generation up to the snapshot's
+// last index and writes the next generation without the snapshot's closed
+// windows; appends go on meanwhile. The goroutine sends its result on errc
+// and closes done; the committer then appends what was committed since the
+// snapshot (tail) and switches generations. Closing quit abandons it.
+//
+// A compaction rewrites the log in two parts so that appends are never held
+// by it: the entries up to the snapshot, rewritten in the background, and
+// the tail, copied as it is by the committer at the switch (what was
+// appended while the rewrite ran; the growth trigger keeps it a fraction of
+// the rewrite). The tail's entries keep their write batch ids, which are
+// above the compaction's, so batches stay in order for torn-tail repair.
+type compaction struct {
+	old     string               // the generation read
+	segs    []segmentFile        // its segments at the snapshot
+	last    uint64               // its last index at the snapshot
+	closed  map[windowKey]Window // the windows dropped: the closed ones at the snapshot
+	g       *genWriter           // the next generation, written by the goroutine
+	tail    []byte               // sealed entries committed since the snapshot
+	ends    []int                // end of each entry in tail
+	waiters []chan error         // Compact calls answered at the switch
+
+	quit chan struct{} // closed by the committer: stop early
+	errc chan error    // buffered: the goroutine's result
+	done chan struct{} // closed when the goroutine has exited
+}
+
+// errCompactionQuit ends a compaction the committer abandoned (Close).
+var errCompactionQuit = errors.New("wal: compaction abandoned")
+
+// testHookCompact, when set by a test, runs in the compaction goroutine
+// before it reads the log; quit is closed when the committer abandons it.
+var testHookCompact func(quit <-chan struct{})
+
+// startCompaction snapshots what a compaction of the live generation
+// needs and starts its goroutine; nil when no window was closed. wait says
+// whether to wait for a Replay reading the generation (an explicit
+// Compact) or to skip this round (a periodic or growth-triggered one).
+// The committer calls it, with no compaction running.
+func (w *WAL) startCompaction(wait bool, waiters []chan error) *compaction {
 	if len(w.closed) == 0 {
+		for _, ch := range waiters {
+			ch <- nil // nothing to drop
+		}
 		return nil
 	}
+	// Held until the switch: the compaction removes the generation a
+	// Replay reads.
 	if wait {
 		w.replayMu.Lock()
 	} else if !w.replayMu.TryLock() {
 		return nil
 	}
-	defer w.replayMu.Unlock()
-	err := w.compact()
-	if err != nil && w.Err() == nil {
+	c, err := w.snapshot()
+	if err != nil {
+		w.replayMu.Unlock()
 		w.stats.compactFailures.Add(1)
+		for _, ch := range waiters {
+			ch <- err
+		}
+		return nil
 	}
-	return err
+	c.waiters = waiters
+	c.quit, c.errc, c.done = make(chan struct{}), make(chan error, 1), make(chan struct{})
+	cp := w.cp.clone()
+	go func() {
+		defer close(c.done)
+		if testHookCompact != nil {
+			testHookCompact(c.quit)
+		}
+		c.errc <- c.rewrite(&cp)
+	}()
+	return c
 }
 
-// compact rewrites the live generation into the next one, keeping the
-// entries with at least one open window (with their closed windows removed)
-// behind a checkpoint of the offsets and watermark, then switches to it:
-//
-//  1. build gen-{n+1}.tmp: checkpoint and kept entries, fsync'd, its
-//     directory fsync'd;
-//  2. rename it to gen-{n+1} and fsync the WAL directory: the switch (a
-//     crash before it leaves gen-{n} live, after it gen-{n+1});
-//  3. close tidwall/wal on gen-{n}, open it on gen-{n+1};
-//  4. remove gen-{n} (Open removes it if a crash comes first).
-//
-// tidwall/wal cannot truncate its front to an empty log, and truncating the
-// front would not drop closed windows interleaved with open ones anyway.
-// A failure before step 2 leaves the log as it was; after it, the WAL
-// stops (Err).
-func (w *WAL) compact() error {
-	old := w.genDir()
-	segs, _, err := listSegments(old)
+// snapshot fixes what a compaction reads and drops, and opens the next
+// generation for it.
+func (w *WAL) snapshot() (*compaction, error) {
+	segs, _, err := listSegments(w.genDir())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	w.batchID++
-	cp := checkpoint{watermark: w.cp.watermark, offsets: maps.Clone(w.cp.offsets)}
+	g, err := w.newGen(w.gen+1, w.batchID)
+	if err != nil {
+		return nil, err
+	}
+	return &compaction{old: w.genDir(), segs: segs, last: w.last, closed: maps.Clone(w.closed), g: g}, nil
+}
+
+func (c *checkpoint) clone() checkpoint {
+	return checkpoint{watermark: c.watermark, offsets: maps.Clone(c.offsets)}
+}
+
+// rewrite writes the checkpoint cp and every entry up to the snapshot that
+// has an open window, with its closed windows removed.
+func (c *compaction) rewrite(cp *checkpoint) error {
 	var d decoder
 	var kept []Window
-	fill := func(emit func(*Entry) error) error {
-		_, err := walk(old, segs, 0, w.last, walkMode{mapped: true}, func(r ref) error {
+	n := 0
+	return c.g.fill(cp, func(emit func(*Entry) error) error {
+		_, err := walk(c.old, c.segs, 0, c.last, walkMode{mapped: true}, func(r ref) error {
+			if n++; n%4096 == 0 {
+				select {
+				case <-c.quit:
+					return errCompactionQuit
+				default:
+				}
+			}
 			if r.h.kind != kindMessage {
 				return nil // GC events and the old checkpoint are summed up in cp
 			}
@@ -90,7 +158,7 @@ func (w *WAL) compact() error {
 			}
 			kept = kept[:0]
 			for _, win := range rec.msg.Windows {
-				if _, gone := w.closed[win.key()]; !gone {
+				if _, gone := c.closed[win.key()]; !gone {
 					kept = append(kept, win)
 				}
 			}
@@ -101,138 +169,117 @@ func (w *WAL) compact() error {
 			return emit(&rec.msg)
 		})
 		return err
+	})
+}
+
+// noteCommitted keeps the sealed entry e, just committed, for the tail of
+// the running compaction.
+func (c *compaction) noteCommitted(e []byte) {
+	c.tail = append(c.tail, e...)
+	c.ends = append(c.ends, len(c.tail))
+}
+
+// finishCompaction takes the result of c's goroutine, which has exited:
+// on success it appends the tail and switches to the new generation. It
+// answers the Compact calls waiting for c and returns the error, which
+// stops the WAL (Err) only when the switch happened or is undecided.
+func (w *WAL) finishCompaction(c *compaction, err error) error {
+	defer w.replayMu.Unlock()
+	if err == nil {
+		err = c.writeTail()
 	}
-	built, err := w.build(w.gen+1, &cp, w.batchID, fill)
-	if errors.Is(err, errSwitchUndecided) {
+	var b built
+	if err == nil {
+		b, err = c.g.finish()
+	} else {
+		c.g.abort()
+		err = fmt.Errorf("wal: build generation %s: %w", c.g.final, err)
+	}
+	if err == nil {
+		err = w.switchTo(b, c.old, c.closed)
+	} else if errors.Is(err, errSwitchUndecided) {
 		w.fail(err) // appending to either generation could lose entries
 	}
+	if err != nil && w.Err() == nil {
+		w.stats.compactFailures.Add(1)
+	}
+	for _, ch := range c.waiters {
+		ch <- err
+	}
+	return err
+}
+
+// writeTail copies the entries committed since the snapshot, sealed as they
+// are, after the rewritten ones.
+func (c *compaction) writeTail() error {
+	start := 0
+	for _, end := range c.ends {
+		if err := c.g.write(c.tail[start:end]); err != nil {
+			return err
+		}
+		start = end
+	}
+	return nil
+}
+
+// abandon stops c's goroutine and drops what it wrote; the Compact calls
+// waiting for it get err.
+func (w *WAL) abandon(c *compaction, err error) {
+	close(c.quit)
+	<-c.done
+	c.g.abort()
+	w.replayMu.Unlock()
+	for _, ch := range c.waiters {
+		ch <- err
+	}
+}
+
+// compact rewrites the live generation into the next one now, in the
+// calling goroutine: Open's compaction, before the committer runs.
+func (w *WAL) compact() error {
+	c, err := w.snapshot()
 	if err != nil {
 		return err
 	}
-	// Switched: from here on a failure stops the WAL. The old generation's
-	// log is abandoned, so an error closing it changes nothing.
+	w.replayMu.Lock()
+	cp := w.cp.clone()
+	return w.finishCompaction(c, c.rewrite(&cp))
+}
+
+// switchTo makes the generation just built live: closes tidwall/wal on the
+// old one, opens it on the new one, forgets the windows the compaction
+// dropped (those closed since stay, for the next one) and removes the old
+// generation. A failure here stops the WAL.
+//
+// The whole compaction, as a sequence:
+//
+//  1. build gen-{n+1}.tmp: checkpoint and kept entries (in the background),
+//     then the tail, fsync'd, its directory fsync'd;
+//  2. rename it to gen-{n+1} and fsync the WAL directory: the switch (a
+//     crash before it leaves gen-{n} live, after it gen-{n+1});
+//  3. close tidwall/wal on gen-{n}, open it on gen-{n+1};
+//  4. remove gen-{n} (Open removes it if a crash comes first).
+//
+// tidwall/wal cannot truncate its front to an empty log, and truncating the
+// front would not drop closed windows interleaved with open ones anyway.
+func (w *WAL) switchTo(b built, old string, dropped map[windowKey]Window) error {
+	// The old generation's log is abandoned, so an error closing it
+	// changes nothing.
 	w.log.Close()
 	w.gen++
-	w.last, w.tail, w.genBytes, w.keptSize = built.last, built.tailSize, built.bytes, built.bytes
-	clear(w.closed)
+	w.last, w.tail, w.genBytes, w.keptSize = b.last, b.tailSize, b.bytes, b.bytes
+	for k := range dropped {
+		delete(w.closed, k)
+	}
 	if err := w.openLog(); err != nil {
 		w.fail(err)
 		return err
 	}
-	w.replay.entries = built.messages
-	err = os.RemoveAll(old)
+	w.replay.entries = b.messages
+	err := os.RemoveAll(old)
 	w.stats.compactions.Add(1)
 	if err != nil {
 		return fmt.Errorf("wal: remove compacted generation %s (Open removes it): %w", old, err)
 	}
 	return nil
-}
-
-// built is what build wrote.
-type built struct {
-	last     uint64 // index of the last entry
-	bytes    int64  // bytes of the frames
-	tailSize int64  // bytes of the last segment
-	messages int    // message entries
-}
-
-// build writes generation n: the checkpoint cp, then the entries fill emits,
-// all as write batch id batch, synced once at the end, in gen-{n}.tmp, which
-// it then renames to gen-{n} (see compact).
-func (w *WAL) build(n uint64, cp *checkpoint, batch uint64, fill func(emit func(*Entry) error) error) (built, error) {
-	final := filepath.Join(w.root, genName(n))
-	tmp := final + tmpSuffix
-	if err := os.RemoveAll(tmp); err != nil {
-		return built{}, fmt.Errorf("wal: %w", err)
-	}
-	l, err := tidwall.Open(tmp, &tidwall.Options{NoSync: true, SegmentSize: w.cfg.segmentSize, DirPerms: 0o755, FilePerms: 0o644})
-	if err != nil {
-		return built{}, fmt.Errorf("wal: create generation %s: %w", tmp, err)
-	}
-	var (
-		b        tidwall.Batch
-		out      built
-		inBatch  int    // entries in b
-		bBytes   int    // their bytes
-		pending  []byte // the last entry, held back to be flagged as the batch end
-		havePend bool
-	)
-	flush := func(force bool) error {
-		if inBatch == 0 || (!force && bBytes < 1<<20) {
-			return nil
-		}
-		inBatch, bBytes = 0, 0
-		return l.WriteBatch(&b)
-	}
-	put := func(e []byte, flags byte) error {
-		seal(e, batch, flags)
-		out.last++
-		b.Write(out.last, e) // copies e
-		out.bytes += frameSize(e)
-		inBatch, bBytes = inBatch+1, bBytes+len(e)
-		return flush(false)
-	}
-	push := func(e []byte) error {
-		if havePend {
-			if err := put(pending, 0); err != nil {
-				return err
-			}
-		}
-		pending, havePend = append(pending[:0], e...), true
-		return nil
-	}
-	err = push(appendCheckpoint(nil, cp))
-	if err == nil && fill != nil {
-		var enc []byte
-		err = fill(func(e *Entry) error {
-			enc = appendMessage(enc[:0], e)
-			out.messages++
-			return push(enc)
-		})
-	}
-	if err == nil {
-		err = put(pending, flagBatchEnd)
-	}
-	if err == nil {
-		err = flush(true)
-	}
-	if err == nil {
-		err = l.Sync()
-	}
-	if cerr := l.Close(); err == nil {
-		err = cerr
-	}
-	var segs []segmentFile
-	if err == nil {
-		segs, _, err = listSegments(tmp)
-	}
-	if err == nil {
-		var info os.FileInfo
-		if info, err = os.Stat(segs[len(segs)-1].path); err == nil {
-			out.tailSize = info.Size()
-		}
-	}
-	if err == nil {
-		err = writeHint(tmp, segs[len(segs)-1].first) // fsyncs tmp too
-	}
-	if err == nil {
-		err = os.Rename(tmp, final)
-		if err == nil {
-			if err = syncDir(w.root); err != nil {
-				// The switch may or may not be durable: undo it, or
-				// report that the live generation is undecided.
-				if rerr := os.RemoveAll(final); rerr != nil {
-					return built{}, fmt.Errorf("%w: %s: %v (then removing it: %v)", errSwitchUndecided, final, err, rerr)
-				}
-				if serr := syncDir(w.root); serr != nil {
-					return built{}, fmt.Errorf("%w: %s: %v (then removing it: %v)", errSwitchUndecided, final, err, serr)
-				}
-			}
-		}
-	}
-	if err != nil {
-		os.RemoveAll(tmp)
-		return built{}, fmt.Errorf("wal: build generation %s: %w", final, err)
-	}
-	return out, nil
 }

@@ -307,3 +307,104 @@ func TestWriteFailureStops(t *testing.T) {
 		t.Fatalf("Close: %v, want %v", cerr, err)
 	}
 }
+
+// TestAppendsDuringCompaction: a compaction runs in its own goroutine, so
+// Appends and GCs complete while it is held (gated, no timing); at the
+// switch, what was appended meanwhile is carried into the new generation,
+// and a window closed meanwhile is dropped by the next compaction.
+func TestAppendsDuringCompaction(t *testing.T) {
+	dir := t.TempDir()
+	// Only the explicit Compact runs: no periodic or growth trigger.
+	w := openT(t, dir, SegmentSize(tableSeg), CompactEvery(0), CompactAfter(1<<40))
+	for i := range 100 {
+		appendT(t, w, msg(0, int64(i), i%2)) // windows 0 and 1
+	}
+	if err := w.GC(ctx, win(0).End, win(0)); err != nil {
+		t.Fatal(err)
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	testHookCompact = func(<-chan struct{}) {
+		close(held)
+		<-release
+	}
+	defer func() { testHookCompact = nil }()
+	compacted := make(chan error, 1)
+	go func() { compacted <- w.Compact(ctx) }()
+	<-held
+	// The compaction is held: appends (windows 1 and 2) and a GC (window
+	// 1) still complete, each one its own batch and fsync.
+	for i := 100; i < 150; i++ {
+		appendT(t, w, msg(0, int64(i), 1+i%2))
+	}
+	if err := w.GC(ctx, win(1).End, win(1)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-compacted:
+		t.Fatalf("Compact returned %v while its goroutine is held", err)
+	default:
+	}
+	if st := w.Stats(); st.Compactions != 0 {
+		t.Fatalf("stats while the compaction is held: %+v", st)
+	}
+	close(release)
+	if err := <-compacted; err != nil {
+		t.Fatal(err)
+	}
+	testHookCompact = nil
+	if st := w.Stats(); st.Compactions != 1 || st.CompactFailures != 0 {
+		t.Fatalf("stats after the compaction: %+v", st)
+	}
+	// Window 0 is gone; window 1 (closed during the compaction) is still
+	// in the new generation, with its GC event, until the next one.
+	closeT(t, w)
+	w = openT(t, dir, SegmentSize(tableSeg), CompactEvery(0))
+	var want []Entry
+	for i := 100; i < 150; i++ {
+		if 1+i%2 == 2 {
+			want = append(want, msg(0, int64(i), 2))
+		}
+	}
+	checkEntries(t, replayAll(t, w), want)
+	if rec := w.Recovered(); !rec.Compacted || rec.LastOffsets[0] != 149 || !rec.Watermark.Equal(win(1).End) {
+		t.Fatalf("recovered %+v", rec)
+	}
+	closeT(t, w)
+	des, _ := os.ReadDir(dir)
+	if len(des) != 1 || des[0].Name() != genName(3) {
+		t.Fatalf("directory holds %v, want only %s (the held compaction's and Open's)", des, genName(3))
+	}
+}
+
+// TestCloseAbandonsCompaction: Close during a held compaction stops it,
+// answers its Compact with ErrClosed and leaves the log as it was.
+func TestCloseAbandonsCompaction(t *testing.T) {
+	dir := t.TempDir()
+	w := openT(t, dir, CompactEvery(0), CompactAfter(1<<40))
+	appendT(t, w, msg(0, 1, 0), msg(0, 2, 1))
+	if err := w.GC(ctx, win(0).End, win(0)); err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan struct{})
+	testHookCompact = func(quit <-chan struct{}) {
+		close(held)
+		<-quit // held until Close abandons it
+	}
+	defer func() { testHookCompact = nil }()
+	compacted := make(chan error, 1)
+	go func() { compacted <- w.Compact(ctx) }()
+	<-held
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-compacted; !errors.Is(err, ErrClosed) {
+		t.Fatalf("Compact during Close: %v, want ErrClosed", err)
+	}
+	des, _ := os.ReadDir(dir)
+	if len(des) != 1 || des[0].Name() != genName(1) {
+		t.Fatalf("directory holds %v, want only %s", des, genName(1))
+	}
+	w = openT(t, dir)
+	defer closeT(t, w)
+	checkEntries(t, replayAll(t, w), []Entry{msg(0, 2, 1)})
+}

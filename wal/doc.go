@@ -11,11 +11,15 @@
 //	for e, err := range w.Replay() { ... rebuild e.Windows from e ... }
 //	rec := w.Recovered() // skip redelivered offsets <= rec.LastOffsets[p]
 //	err = w.Append(ctx, entries...) // durable on return: ack to the ISB now
+//	p, err := w.AppendAsync(ctx, entries...) // or: read on, ack after p.Wait
 //	err = w.GC(ctx, watermark, closedWindows...) // after emitting them
 //
 // # Contract
 //
-// Append returns once its entries are fsync'd; concurrent Appends and GCs
+// Append returns once its entries are fsync'd; AppendAsync returns at once
+// with a Pending that is done then, so that its caller reads and appends
+// on meanwhile (appends of one goroutine complete in order). Concurrent
+// appends and GCs
 // are coalesced by one committer goroutine into a single tidwall/wal write
 // batch and one fsync (a batch that starts a new segment adds the old
 // segment's fsync, which tidwall/wal does, and this package's fsyncs of the
@@ -27,7 +31,10 @@
 // log holds. Closing windows appends a GC event; compaction (at Open, every
 // CompactEvery, and when the log doubled since the last one) rewrites the
 // log without closed windows, so disk use follows the open windows, not
-// history. What compaction drops is summed up in the new generation's
+// history. After Open it runs in a goroutine of its own, owned by the
+// committer, so appends are never held by it: it rewrites the entries up
+// to a snapshot while appends go on, then the committer copies what was
+// appended since and switches generations. What compaction drops is summed up in the new generation's
 // checkpoint entry: the highest offset per partition and the highest GC
 // watermark, both in Recovered.
 //
@@ -60,20 +67,22 @@
 //	 0        4         5      6       7            15
 //	+--------+---------+------+-------+------------+---------------------+
 //	| crc32c | version | kind | flags | batch u64  | body                |
-//	| of 4:  | u8 = 1  | u8   | u8    | write batch| (by kind)           |
+//	| of 4:  | u8 = 2  | u8   | u8    | write batch| (by kind)           |
 //	+--------+---------+------+-------+------------+---------------------+
 //	flags: 1 = last entry of its write batch
 //
 //	kind 1, message:
-//	+-----------+----------+------------+------------------+-------------+-------+
-//	| partition | offset   | event time | keys             | windows     | value |
-//	| u32       | i64      | i64 ns     | n, (len, bytes)* | n, window*  | rest  |
-//	+-----------+----------+------------+------------------+-------------+-------+
+//	+-----------+--------+------------+------------+------------------+------------+-------+
+//	| partition | offset | event time | id         | keys             | windows    | value |
+//	| u32       | i64    | i64 ns     | len, bytes | n, (len, bytes)* | n, window* | rest  |
+//	+-----------+--------+------------+------------+------------------+------------+-------+
 //	kind 2, GC event:    | watermark i64 ns | windows: n, window* |
 //	kind 3, checkpoint:  | watermark i64 ns | n, (partition u32, offset i64)* |
 //	window:              | start i64 ns | end i64 ns | session u64 (0: aligned) |
 //
-// n and len are uvarints; a zero time is stored as the minimum int64. Entry
+// n and len are uvarints; a zero time is stored as the minimum int64.
+// Version 2 added the message id; an entry of version 1 (or any other) is
+// refused with a *VersionError naming its segment and index. Entry
 // 1 of every generation is its checkpoint, and no other entry is one.
 // Compaction writes all its entries as one batch. A GC event without
 // windows, in the batch of the entry before it, is written by Open to end a
@@ -102,6 +111,6 @@
 // acknowledged entries, since they were fsync'd.
 //
 // Open reads the whole live generation, which compaction keeps to the open
-// windows (about 5M entries per CPU-second here; see docs/benchmarks.md).
+// windows (3-5M entries per CPU-second here; see docs/benchmarks.md).
 // Replay reads it again without re-checking crcs.
 package wal

@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"math"
 	"time"
+	"unsafe"
 )
 
 // Entry is one message the reduce read, as the log stores it.
@@ -17,6 +18,7 @@ type Entry struct {
 	Partition int32     // ISB partition the message was read from
 	Offset    int64     // its offset in that partition
 	EventTime time.Time // its event time; the zero Time is stored as such
+	ID        string    // the message's ID, so that a replayed message keeps it
 	Keys      []string  // its keys
 	Windows   []Window  // the windows it was assigned to; at least one
 	Value     []byte    // the value, already encoded by the caller's codec
@@ -48,9 +50,11 @@ func (w Window) key() windowKey {
 	return windowKey{start: encodeTime(w.Start), end: encodeTime(w.End)}
 }
 
-// The entry format (drawn in doc.go). All integers little-endian.
+// The entry format (drawn in doc.go). All integers little-endian. Version
+// 2 added the message ID; version 1 entries are refused (*VersionError): no
+// release wrote them.
 const (
-	formatVersion = 1
+	formatVersion = 2
 	headerSize    = 15 // crc u32, version u8, kind u8, flags u8, batch u64
 	windowSize    = 24 // start i64, end i64, session u64
 
@@ -152,6 +156,8 @@ func appendMessage(dst []byte, e *Entry) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(e.Partition))
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(e.Offset))
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(encodeTime(e.EventTime)))
+	dst = binary.AppendUvarint(dst, uint64(len(e.ID)))
+	dst = append(dst, e.ID...)
 	dst = binary.AppendUvarint(dst, uint64(len(e.Keys)))
 	for _, k := range e.Keys {
 		dst = binary.AppendUvarint(dst, uint64(len(k)))
@@ -223,14 +229,35 @@ func parseHeader(e []byte) (header, error) {
 	return header{kind: e[5], flags: e[6], batch: binary.LittleEndian.Uint64(e[7:])}, nil
 }
 
-// decoder decodes entries, carving key and window slices out of arenas it
-// refills in chunks, and interning key strings (keyed windows repeat the
-// same keys), so that a replay allocates per chunk and per distinct key,
-// not per entry. Keys are copies; a value aliases the input bytes.
+// decoder decodes entries, carving key and window slices and message IDs
+// out of arenas it refills in chunks, and interning key strings (keyed
+// windows repeat the same keys), so that a replay allocates per chunk and
+// per distinct key, not per entry. Keys and IDs are copies; a value
+// aliases the input bytes.
 type decoder struct {
 	keys    []string
 	windows []Window
+	ids     []byte // the message IDs' arena: written once, then only read
 	intern  map[string]string
+}
+
+// idChunk is the size of the arena chunks message IDs are copied into: one
+// allocation per chunk instead of one per ID.
+const idChunk = 16 << 10
+
+// id returns a copy of b as a string carved out of the ID arena. The arena
+// bytes are never written again, so the string stays immutable; a chunk
+// lives as long as any ID in it.
+func (d *decoder) id(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if cap(d.ids)-len(d.ids) < len(b) {
+		d.ids = make([]byte, 0, max(len(b), idChunk))
+	}
+	start := len(d.ids)
+	d.ids = append(d.ids, b...)
+	return unsafe.String(&d.ids[start], len(b))
 }
 
 // maxInterned bounds the interned keys; past it the table starts over.
@@ -269,6 +296,7 @@ func (d *decoder) decodeBody(h header, e []byte) (record, error) {
 		m.Partition = int32(b.u32())
 		m.Offset = int64(b.u64())
 		m.EventTime = decodeTime(int64(b.u64()))
+		m.ID = d.id(b.bytes())
 		if n := b.count(1); n > 0 {
 			m.Keys = d.takeKeys(n)
 			for i := range m.Keys {

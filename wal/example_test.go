@@ -59,3 +59,44 @@ func Example() {
 	// skip redelivered offsets of partition 0 up to 12
 	// windows closed up to 00:01
 }
+
+// A reader that does not wait for each batch's fsync: it hands every batch
+// to the group commit, goes on reading, and acknowledges a batch once its
+// Pending is done. Batches appended while an fsync runs share the next one.
+func ExampleWAL_AppendAsync() {
+	dir, _ := os.MkdirTemp("", "wal-example-")
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	window := wal.Window{Start: t0, End: t0.Add(time.Minute)}
+
+	w, err := wal.Open(dir)
+	if err != nil {
+		panic(err)
+	}
+	defer w.Close()
+	var pending []*wal.Pending
+	for batch := range 3 {
+		var entries []wal.Entry
+		for i := range 2 {
+			off := int64(batch*2 + i)
+			entries = append(entries, wal.Entry{Partition: 0, Offset: off, ID: fmt.Sprint("m", off),
+				EventTime: t0.Add(time.Duration(off) * time.Second), Windows: []wal.Window{window}, Value: []byte(`1`)})
+		}
+		p, err := w.AppendAsync(ctx, entries...)
+		if err != nil {
+			panic(err)
+		}
+		pending = append(pending, p) // read the next batch meanwhile
+	}
+	for batch, p := range pending {
+		if err := p.Wait(ctx); err != nil {
+			panic(err)
+		}
+		fmt.Printf("batch %d durable: ack it\n", batch)
+	}
+	// Output:
+	// batch 0 durable: ack it
+	// batch 1 durable: ack it
+	// batch 2 durable: ack it
+}

@@ -19,7 +19,7 @@ func FuzzDecode(f *testing.F) {
 	sealed := func(e []byte) []byte { seal(e, 42, flagBatchEnd); return e }
 	m := msg(3, 77, 5)
 	f.Add(sealed(appendMessage(nil, &m)))
-	m2 := Entry{Partition: -1, Offset: -5, Keys: []string{"", "a", "ключ"}, Windows: []Window{win(0), win(1), {Session: 9, Start: base}}}
+	m2 := Entry{Partition: -1, Offset: -5, ID: "ид-\x00", Keys: []string{"", "a", "ключ"}, Windows: []Window{win(0), win(1), {Session: 9, Start: base}}}
 	f.Add(sealed(appendMessage(nil, &m2)))
 	f.Add(sealed(appendGC(nil, &gcEvent{watermark: base, windows: []Window{win(2), {Session: 1}}})))
 	f.Add(sealed(appendGC(nil, &gcEvent{})))
@@ -27,7 +27,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(sealed(appendCheckpoint(nil, &checkpoint{offsets: map[int32]int64{}})))
 	f.Add([]byte{})
 	f.Add([]byte{0xff, 1, 2, 3, formatVersion, kindMessage})
-	f.Add(append([]byte{0, 0, 0, 0, 2, kindMessage, 0}, make([]byte, 30)...))             // another version
+	f.Add(append([]byte{0, 0, 0, 0, 1, kindMessage, 0}, make([]byte, 30)...))             // version 1, before message ids
+	f.Add(append([]byte{0, 0, 0, 0, 3, kindMessage, 0}, make([]byte, 30)...))             // a later version
 	f.Add(append([]byte{0, 0, 0, 0, formatVersion, 9, 0}, make([]byte, 30)...))           // unknown kind
 	f.Add(append([]byte{0, 0, 0, 0, formatVersion, kindCheckpoint, 0}, 0xff, 0xff, 0x7f)) // huge count
 	f.Fuzz(func(t *testing.T, in []byte) {

@@ -25,6 +25,7 @@ func msg(p int32, seq int64, i int) Entry {
 		Partition: p,
 		Offset:    seq,
 		EventTime: win(i).Start.Add(time.Duration(seq) * time.Millisecond),
+		ID:        fmt.Sprintf("msg-%d-%d", p, seq),
 		Keys:      []string{fmt.Sprintf("k%d", seq%3)},
 		Windows:   []Window{win(i)},
 		Value:     fmt.Appendf(nil, "value-%d-%d", p, seq),
@@ -69,7 +70,7 @@ func replayAll(t testing.TB, w *WAL) []Entry {
 
 // sameEntry compares entries by value (times with Equal).
 func sameEntry(a, b Entry) bool {
-	return a.Partition == b.Partition && a.Offset == b.Offset && a.EventTime.Equal(b.EventTime) &&
+	return a.Partition == b.Partition && a.Offset == b.Offset && a.EventTime.Equal(b.EventTime) && a.ID == b.ID &&
 		slices.Equal(a.Keys, b.Keys) && string(a.Value) == string(b.Value) &&
 		slices.EqualFunc(a.Windows, b.Windows, func(x, y Window) bool {
 			return x.Start.Equal(y.Start) && x.End.Equal(y.End) && x.Session == y.Session

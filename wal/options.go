@@ -20,15 +20,20 @@ type config struct {
 	maxBatch     int
 }
 
+// DefaultSegmentSize is the segment size without a SegmentSize option.
+// tidwall/wal keeps the newest segment's bytes in a slice it grows by
+// appending: past a few MiB every growth copies and faults in megabytes,
+// which held a reduce at about half the rate a 4 MiB segment allows.
+const DefaultSegmentSize = 4 << 20
+
 const (
-	defaultSegmentSize  = 16 << 20
 	minSegmentSize      = 4 << 10
 	defaultCompactEvery = time.Minute
 	defaultMaxBatch     = 8 << 20
 )
 
 func newConfig(opts []Option) (config, error) {
-	c := config{segmentSize: defaultSegmentSize, compactEvery: defaultCompactEvery, maxBatch: defaultMaxBatch}
+	c := config{segmentSize: DefaultSegmentSize, compactEvery: defaultCompactEvery, maxBatch: defaultMaxBatch}
 	if err := isb.ApplyOptions(&c, "wal.Option", opts); err != nil {
 		return config{}, err
 	}
@@ -53,7 +58,7 @@ func newConfig(opts []Option) (config, error) {
 
 // SegmentSize sets the size at which a segment file is closed and a new one
 // started (tidwall/wal's SegmentSize; a segment may end a little past it).
-// Default 16 MiB, at least 4 KiB. Compaction frees whole generations, so the
+// Default 4 MiB (DefaultSegmentSize), at least 4 KiB. Compaction frees whole generations, so the
 // size only sets the granularity of files, not how much disk is kept.
 func SegmentSize(bytes int) Option { return func(c *config) { c.segmentSize = bytes } }
 

@@ -40,7 +40,9 @@ func buildTableLog(t *testing.T) *tableLog {
 		for i := range tableBatch {
 			seq := int64(b*tableBatch + i)
 			e := msg(int32(seq%2), seq, b/10)
-			e.Value = append(e.Value, strings.Repeat("-", 60)...)
+			// Padded so that each entry keeps its size from before
+			// message ids (version 1), and the cases their layout.
+			e.Value = append(e.Value, strings.Repeat("-", 60-1-len(e.ID))...)
 			batch = append(batch, e)
 		}
 		appendT(t, w, batch...)
@@ -242,8 +244,8 @@ func TestDamageTable(t *testing.T) {
 		{name: "empty newest segment (crash right after a rollover)", survive: 200, damage: func(t *testing.T, l *tableLog) {
 			os.WriteFile(filepath.Join(l.gen, segmentName(last+1)), nil, 0o644)
 		}},
-		{name: "wrong version mid-log", refuse: ErrVersion, index: 100, damage: func(t *testing.T, l *tableLog) {
-			setVersion(t, l.frame(t, 100), 2)
+		{name: "format version 1 (before message ids) mid-log", refuse: ErrVersion, index: 100, damage: func(t *testing.T, l *tableLog) {
+			setVersion(t, l.frame(t, 100), 1)
 		}, file: func(l *tableLog) string { return l.segs[l.segOf(100)].path }},
 		{name: "wrong version at the tail (intact: not cut)", refuse: ErrVersion, index: last, damage: func(t *testing.T, l *tableLog) {
 			setVersion(t, l.frame(t, last), 9)

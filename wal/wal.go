@@ -42,6 +42,7 @@ type WAL struct {
 	replayMu sync.RWMutex
 
 	// Owned by the committer goroutine (by Open before it starts).
+	running  *compaction // the compaction in progress, nil when none
 	gen      uint64
 	log      *tidwall.Log
 	batch    tidwall.Batch

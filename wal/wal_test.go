@@ -65,3 +65,66 @@ func TestReplayKeysOutliveTheLoop(t *testing.T) {
 		t.Fatal("equal keys were not interned")
 	}
 }
+
+// TestAppendAsyncOverlapsTheCommit shows that AppendAsync returns while the
+// committer still holds the batch, that its Pending is done only after the
+// write, and that appends of one goroutine complete in order: the last
+// Pending done means every earlier one is.
+func TestAppendAsyncOverlapsTheCommit(t *testing.T) {
+	dir := t.TempDir()
+	w := openT(t, dir, CompactEvery(0))
+	held, release := make(chan struct{}), make(chan struct{})
+	testHookGather = func(*WAL) {
+		testHookGather = nil // hold the first batch only
+		close(held)
+		<-release
+	}
+	defer func() { testHookGather = nil }()
+	first, err := w.AppendAsync(ctx, msg(0, 1, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-held // the committer took the first append and is held before writing it
+	var later []*Pending
+	for off := int64(2); off <= 4; off++ {
+		p, err := w.AppendAsync(ctx, msg(0, off, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		later = append(later, p)
+	}
+	for i, p := range append([]*Pending{first}, later...) {
+		select {
+		case <-p.Done():
+			t.Fatalf("append %d is done while the committer is held before writing", i)
+		default:
+		}
+	}
+	close(release)
+	if err := later[len(later)-1].Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range append([]*Pending{first}, later...) {
+		select {
+		case <-p.Done():
+		default:
+			t.Fatalf("append %d is not done although a later one is", i)
+		}
+		if err := p.Wait(ctx); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	closeT(t, w)
+	w = openT(t, dir)
+	defer closeT(t, w)
+	var offsets []int64
+	for e, err := range w.Replay() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		offsets = append(offsets, e.Offset)
+	}
+	if !slices.Equal(offsets, []int64{1, 2, 3, 4}) {
+		t.Fatalf("replayed offsets %v, want [1 2 3 4]", offsets)
+	}
+}
