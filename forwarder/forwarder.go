@@ -80,6 +80,9 @@ func runReplica[T any](hard, stop context.Context, cfg Config, in Input[T], mode
 // replicaParts are the parts of a replica that differ by vertex kind.
 type replicaParts[T any] struct {
 	mode chunking
+	// chunks is how many chunks chunkSpread cuts a batch into (0: one per
+	// worker).
+	chunks int
 	// out returns the replica's writer once the handlers are made (nil:
 	// no idle loop, no end of stream written).
 	out func() output
@@ -217,7 +220,11 @@ func runReplicaParts[T any](hard, stop context.Context, cfg Config, in Input[T],
 			}
 			return ok && !failed.Load()
 		}
-		size := (len(items) + workers - 1) / workers
+		chunks := workers
+		if parts.chunks > 0 {
+			chunks = parts.chunks
+		}
+		size := (len(items) + chunks - 1) / chunks
 		for len(items) > 0 {
 			n := min(size, len(items))
 			if !send(chans[0], items[:n:n]) {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"iter"
 	"maps"
-	"strings"
 	"math"
+	"strings"
 	"testing"
 	"time"
 

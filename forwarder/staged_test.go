@@ -236,3 +236,61 @@ func TestRunMapStagedCommitsOnlyDurable(t *testing.T) {
 		t.Errorf("committed %d, want 100", committed())
 	}
 }
+
+// A map replica whose writes are staged cuts a read batch into as few
+// chunks as keep its workers busy, each chunk being one write (one flush on
+// durable storage): with 4 batches in flight, 4 workers take a batch each,
+// one write per batch; with 1 batch in flight, each batch is cut in 4.
+func TestRunMapStagedWritesPerBatch(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		maxInFlight int
+		writes      int
+	}{
+		{"four batches in flight", 40, 10},
+		{"one batch in flight", 10, 40}, // chunks of 3, 3, 3, 1
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, err := memory.NewTopic[msg]("in")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer in.Close()
+			if _, err := in.Producer(nil).ProduceTo(context.Background(), 0, numbered(100)); err != nil {
+				t.Fatal(err)
+			}
+			cons, err := in.PullConsumer("map", isb.BatchSize(10), isb.ManualCommit())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cons.Close()
+			out, b := stagedTopic(t, "out")
+			b.AllowAll()
+			cnt := &Counters{}
+			opts, err := vertex.NewConfig(vertex.BatchSize(10), vertex.Concurrency(4), vertex.MaxInFlight(tc.maxInFlight))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, stop := context.WithCancel(context.Background())
+			defer stop()
+			done := make(chan error, 1)
+			go func() {
+				done <- RunMap(ctx, ctx, Config{Vertex: "m", Options: opts, Counters: cnt}, Input[int]{Consumer: cons, Partitions: 1},
+					[]Edge[int]{{To: "out", Topic: out}}, FromValueFunc(func(_ context.Context, v int) (int, error) { return v, nil }))
+			}()
+			waitFor(t, "every ack", func() bool { return cnt.Snapshot().Acked == 100 })
+			stop()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if got := b.Writes(0); got != tc.writes {
+				t.Errorf("%d writes for 10 batches of 10, want %d", got, tc.writes)
+			}
+			got := ids(drain(t, out)[0])
+			slices.SortFunc(got, func(a, b string) int { x, _ := strconv.Atoi(a); y, _ := strconv.Atoi(b); return x - y })
+			if !slices.Equal(got, ids(numbered(100))) {
+				t.Errorf("outputs %v, want each of 0..99 once", got)
+			}
+		})
+	}
+}

@@ -89,6 +89,15 @@ func (b *StagedBackend[T]) Staged(partition int) int64 {
 	return l.inner.Tail() + int64(len(l.pending))
 }
 
+// Writes returns how many writes (Stage and Append calls that stored
+// items) partition took.
+func (b *StagedBackend[T]) Writes(partition int) int {
+	l := b.logs[partition]
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.writes
+}
+
 // Waiting returns the highest end a publish of partition waits for, or 0
 // when none waits.
 func (b *StagedBackend[T]) Waiting(partition int) int64 {
@@ -108,6 +117,7 @@ type stagedLog[T any] struct {
 	pending []T   // staged, not published: offsets inner.Tail()...
 	allowed int64 // publishes up to here may finish
 	waiting int64 // the highest end a blocked publish waits for
+	writes  int   // Stage calls that stored items (Append stages too)
 	failed  error
 }
 
@@ -121,6 +131,9 @@ func (l *stagedLog[T]) Stage(items []T) (int64, error) {
 	}
 	first := l.inner.Tail() + int64(len(l.pending))
 	l.pending = append(l.pending, items...) // copies: the caller reuses items
+	if len(items) > 0 {
+		l.writes++
+	}
 	return first, nil
 }
 
