@@ -212,6 +212,29 @@ func (s *TopicSource[T]) Ack(_ context.Context, msgs []Message[T]) error {
 	return nil
 }
 
+// ReadPartitions is the topic's partition count: the source keeps a
+// watermark per partition (see [PartitionedSource]).
+func (s *TopicSource[T]) ReadPartitions() int {
+	if s.topic == nil {
+		return 1
+	}
+	return s.topic.Partitions()
+}
+
+// PartitionOf returns the topic partition the batch msgs (as Read returned
+// it) came from, from the ID of its first message; 0 for an ID Read did not
+// make.
+func (s *TopicSource[T]) PartitionOf(msgs []Message[T]) int {
+	if len(msgs) == 0 {
+		return 0
+	}
+	p, _, err := parseTopicID(msgs[0].ID)
+	if err != nil {
+		return 0
+	}
+	return p
+}
+
 // parseTopicID splits an ID "p-i" made by Read.
 func parseTopicID(id string) (int, int64, error) {
 	ps, os, ok := strings.Cut(id, "-")

@@ -8,12 +8,19 @@ import (
 
 // SourceConfig configures a [Source].
 type SourceConfig struct {
-	// Partitions is the number of source partitions (at least 1).
+	// Partitions is the number of source partitions (at least 1): one per
+	// source replica.
 	Partitions int
+	// Inputs is how many inputs each source partition reads, each with its
+	// own watermark (0 means 1): a replica of a source that reads several
+	// partitions of its own, such as the partitions of a topic, has one
+	// input per partition it reads. The partition's watermark is the lowest
+	// of its inputs'.
+	Inputs int
 	// MaxDelay is how late an event may arrive and still not be late: the
 	// watermark trails the smallest event time read by MaxDelay.
 	MaxDelay time.Duration
-	// IdleThreshold: a partition with no data for this long is idle and its
+	// IdleThreshold: an input with no data for this long is idle and its
 	// watermark advances by IncrementBy every StepInterval, never past
 	// now - MaxDelay. Zero disables idle advancement.
 	IdleThreshold time.Duration
@@ -27,6 +34,17 @@ type SourceConfig struct {
 // event time of each batch read minus MaxDelay, never decreasing, advanced
 // while the partition is idle. It is safe for concurrent use. Its Observe
 // method matches the forwarder's source watermark hook.
+//
+// A partition that reads several inputs (SourceConfig.Inputs) keeps a
+// watermark per input, computed the same way from the batches of that
+// input (ObserveInput), and its own watermark is the lowest of them,
+// never decreasing. An input with no watermark yet (nothing read from it
+// since NewSource) holds the partition's watermark back: its first batch
+// may be far behind the other inputs' (after a restart each input resumes
+// from its own commit), and judging it on their watermark would make it
+// late. It stops holding back once it has a watermark, or once a read of
+// the partition found nothing at all (IdleAdvance: every input has been
+// read to its end, so nothing is behind).
 type Source struct {
 	cfg   SourceConfig
 	clock Clock
@@ -36,10 +54,18 @@ type Source struct {
 }
 
 type sourcePartition struct {
-	ended    bool      // End was called: wm is Max for good
+	ended  bool          // End was called: wm is Max for good
+	wm     time.Time     // the lowest of the inputs', never decreasing; zero until every input has one
+	inputs []sourceInput // one per input
+}
+
+type sourceInput struct {
 	wm       time.Time // zero until the first batch or idle step
 	lastData time.Time // clock at the last batch, or at NewSource
 	lastStep time.Time // clock at the last idle step; zero: none since data
+	// drained: a read of the partition found nothing while this input had
+	// no watermark: it no longer holds the partition back.
+	drained bool
 }
 
 // NewSource validates cfg and returns a Source.
@@ -47,6 +73,8 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	switch {
 	case cfg.Partitions < 1:
 		return nil, fmt.Errorf("%w: SourceConfig.Partitions %d, want at least 1", ErrInvalidConfig, cfg.Partitions)
+	case cfg.Inputs < 0:
+		return nil, fmt.Errorf("%w: SourceConfig.Inputs %d, want 0 (one) or more", ErrInvalidConfig, cfg.Inputs)
 	case cfg.MaxDelay < 0:
 		return nil, fmt.Errorf("%w: SourceConfig.MaxDelay %v < 0", ErrInvalidConfig, cfg.MaxDelay)
 	case cfg.IdleThreshold < 0:
@@ -59,9 +87,24 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	s := &Source{cfg: cfg, clock: cfg.Clock.orNow(), parts: make([]sourcePartition, cfg.Partitions)}
 	now := s.clock()
 	for i := range s.parts {
-		s.parts[i].lastData = now
+		s.parts[i].inputs = make([]sourceInput, max(cfg.Inputs, 1))
+		for j := range s.parts[i].inputs {
+			s.parts[i].inputs[j].lastData = now
+		}
 	}
 	return s, nil
+}
+
+// Inputs returns how many inputs each partition reads (SourceConfig.Inputs,
+// at least 1).
+func (s *Source) Inputs() int { return len(s.parts[0].inputs) }
+
+// part returns partition's state, nil out of range; s.mu is held.
+func (s *Source) part(partition int) *sourcePartition {
+	if partition < 0 || partition >= len(s.parts) {
+		return nil
+	}
+	return &s.parts[partition]
 }
 
 // Observe is called with each batch read from partition (before it is
@@ -69,66 +112,130 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 // watermark: max(previous, minEventTime - MaxDelay). Messages whose event
 // time is below it are late (IsLate). A zero minEventTime (a batch without
 // event times) marks activity without moving the watermark. A partition out
-// of range has no watermark: the zero Time, so nothing is late.
+// of range has no watermark: the zero Time, so nothing is late. Observe is
+// ObserveInput of input 0.
 func (s *Source) Observe(partition int, minEventTime time.Time) time.Time {
-	if partition < 0 || partition >= len(s.parts) {
-		return time.Time{}
-	}
+	return s.ObserveInput(partition, 0, minEventTime)
+}
+
+// ObserveInput is Observe for a batch read from input of partition: the
+// input's watermark becomes max(previous, minEventTime - MaxDelay) and it
+// returns the partition's, the lowest of its inputs' (zero while an input
+// holds it back; see Source). An input out of range has no watermark: the
+// zero Time.
+func (s *Source) ObserveInput(partition, input int, minEventTime time.Time) time.Time {
 	now := s.clock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := &s.parts[partition]
-	p.lastData, p.lastStep = now, time.Time{}
+	p := s.part(partition)
+	if p == nil || input < 0 || input >= len(p.inputs) {
+		return time.Time{}
+	}
+	in := &p.inputs[input]
+	in.lastData, in.lastStep, in.drained = now, time.Time{}, false
 	if !minEventTime.IsZero() {
-		if c := minEventTime.Add(-s.cfg.MaxDelay); c.After(p.wm) {
-			p.wm = c
+		if c := minEventTime.Add(-s.cfg.MaxDelay); c.After(in.wm) {
+			in.wm = c
 		}
 	}
+	p.lower()
 	return p.wm
+}
+
+// lower recomputes p.wm from the inputs; s.mu is held. It reports whether
+// it moved.
+func (p *sourcePartition) lower() bool {
+	if p.ended {
+		return false
+	}
+	var low time.Time
+	for i := range p.inputs {
+		in := &p.inputs[i]
+		switch {
+		case in.wm.IsZero() && in.drained:
+			continue // nothing of it was behind when the partition ran dry
+		case in.wm.IsZero():
+			return false // not read yet: it may be behind the others
+		case low.IsZero() || in.wm.Before(low):
+			low = in.wm
+		}
+	}
+	if !low.After(p.wm) {
+		return false
+	}
+	p.wm = low
+	return true
 }
 
 // Watermark returns the current watermark of partition (zero out of range).
 func (s *Source) Watermark(partition int) time.Time {
-	if partition < 0 || partition >= len(s.parts) {
-		return time.Time{}
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.parts[partition].wm
+	if p := s.part(partition); p != nil {
+		return p.wm
+	}
+	return time.Time{}
 }
 
 // IdleAdvance is called by the source forwarder when a read of partition
-// returned nothing. Once the partition has had no data for IdleThreshold,
-// and then every StepInterval, it raises the watermark by IncrementBy (a
-// partition that never had a watermark starts at now - MaxDelay), never past
-// now - MaxDelay, and returns it with ok true: publish it as an idle WMB. In
-// between, ok is false.
+// returned nothing: none of its inputs had anything to read. An input with
+// no watermark then stops holding the partition back (see Source). Once an
+// input has had no data for IdleThreshold, and then every StepInterval,
+// its watermark rises by IncrementBy (an input that never had a watermark
+// starts at now - MaxDelay), never past now - MaxDelay. It returns the
+// partition's watermark with ok true when it moved: publish it as an idle
+// WMB. Otherwise ok is false.
 func (s *Source) IdleAdvance(partition int) (wm time.Time, ok bool) {
-	if s.cfg.IdleThreshold == 0 || partition < 0 || partition >= len(s.parts) {
-		return s.Watermark(partition), false
-	}
 	now := s.clock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := &s.parts[partition]
-	if p.ended || now.Sub(p.lastData) < s.cfg.IdleThreshold ||
-		(!p.lastStep.IsZero() && now.Sub(p.lastStep) < s.cfg.StepInterval) {
-		return p.wm, false
+	p := s.part(partition)
+	if p == nil {
+		return time.Time{}, false
 	}
-	p.lastStep = now
+	for i := range p.inputs {
+		in := &p.inputs[i]
+		in.drained = in.drained || in.wm.IsZero()
+		s.idleStep(p, in, now)
+	}
+	return p.wm, p.lower()
+}
+
+// IdleAdvanceInput is IdleAdvance for input of partition alone: the source
+// forwarder calls it for the inputs a batch did not come from, so that an
+// input with no data advances by the idle steps while the others flow. It
+// never marks the input drained (a read that returned data says nothing of
+// what the other inputs hold).
+func (s *Source) IdleAdvanceInput(partition, input int) (wm time.Time, ok bool) {
+	now := s.clock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.part(partition)
+	if p == nil || input < 0 || input >= len(p.inputs) {
+		return time.Time{}, false
+	}
+	s.idleStep(p, &p.inputs[input], now)
+	return p.wm, p.lower()
+}
+
+// idleStep raises the watermark of the idle input in of p by one step when
+// one is due; s.mu is held.
+func (s *Source) idleStep(p *sourcePartition, in *sourceInput, now time.Time) {
+	if s.cfg.IdleThreshold == 0 || p.ended || now.Sub(in.lastData) < s.cfg.IdleThreshold ||
+		(!in.lastStep.IsZero() && now.Sub(in.lastStep) < s.cfg.StepInterval) {
+		return
+	}
+	in.lastStep = now
 	ceiling := now.Add(-s.cfg.MaxDelay)
 	next := ceiling
-	if !p.wm.IsZero() {
-		next = p.wm.Add(s.cfg.IncrementBy)
-		if next.After(ceiling) {
+	if !in.wm.IsZero() {
+		if next = in.wm.Add(s.cfg.IncrementBy); next.After(ceiling) {
 			next = ceiling
 		}
 	}
-	if !next.After(p.wm) {
-		return p.wm, false
+	if next.After(in.wm) {
+		in.wm = next
 	}
-	p.wm = next
-	return p.wm, true
 }
 
 // End records that partition is exhausted: its watermark is [Max] from now
@@ -136,12 +243,12 @@ func (s *Source) IdleAdvance(partition int) (wm time.Time, ok bool) {
 // so the source's watermark, the lowest of its partitions, follows the
 // partitions that go on. It returns Max (the zero Time out of range).
 func (s *Source) End(partition int) time.Time {
-	if partition < 0 || partition >= len(s.parts) {
-		return time.Time{}
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := &s.parts[partition]
+	p := s.part(partition)
+	if p == nil {
+		return time.Time{}
+	}
 	p.ended, p.wm = true, Max
 	return Max
 }
