@@ -75,6 +75,12 @@ type span struct {
 // after a restart), the item as its value and the time it is read as its
 // event time. Replicas of the source share one consumer; the topic is the
 // caller's, and Close (which the pipeline calls) closes only the consumer.
+// Each batch comes from one partition, and the source is a
+// [PartitionedSource]: its watermark is kept per partition each replica
+// reads, the lowest being the replica's, so after a restart a partition
+// whose commit is behind another's is not judged late on the other's
+// watermark. A wrapper that changes the IDs must say itself which
+// partition a batch came from.
 func FromTopic[T any](topic *isb.Topic[T], group string, opts ...TopicSourceOption) *TopicSource[T] {
 	s := &TopicSource[T]{topic: topic, group: group, cfg: topicSourceConfig{poll: 100 * time.Millisecond}, spans: map[int][]span{}}
 	// A nil option is reported by Validate, like every bad option.
