@@ -50,9 +50,9 @@
 // A source replica's watermark comes from its SourceWatermarker hook: one
 // per replica, or, for a vertex.PartitionedSource (a topic source reads
 // every partition of its topic) and an InputWatermarker hook, one per
-// partition it reads, the replica's being the lowest (source_marks.go), so
-// that a partition left behind by a restart is never judged late on the
-// watermark of one ahead.
+// partition the source reads, the replica's being the lowest
+// (source_marks.go), so that a partition left behind by a restart is never
+// judged late on the watermark of one ahead.
 //
 // Watermarks, and work-in-progress marking for storage with ack deadlines,
 // plug in through the small interfaces of hooks.go; nil hooks cost nothing.

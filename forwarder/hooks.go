@@ -61,13 +61,14 @@ type IdleSource interface {
 }
 
 // InputWatermarker is implemented by a SourceWatermarker that keeps a
-// watermark per partition a source replica reads (watermark.Source does,
-// with SourceConfig.Inputs): the source forwarder uses it for a
+// watermark per partition a source reads (watermark.Source does, with
+// SourceConfig.Inputs): the source forwarder uses it for a
 // vertex.PartitionedSource, whose batches each come from one of its
-// partitions (the inputs). The replica's watermark, which judges lateness
-// and is published, is the lowest of its inputs'; without this interface
-// (or for a source that reads one partition) the replica has one
-// watermark, through Observe and IdleAdvance.
+// partitions (the inputs), read by any of its replicas. A replica's
+// watermark, which judges lateness and is published, is the lowest of the
+// inputs'; without this interface (or for a source that reads one
+// partition) each replica has one watermark, through Observe and
+// IdleAdvance.
 type InputWatermarker interface {
 	// ObserveInput is Observe for a batch read from input of the source
 	// partition (the replica index); it returns the partition's watermark.

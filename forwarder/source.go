@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/runnel-dev/runnel/vertex"
@@ -19,9 +18,9 @@ import (
 // replica index; a read that returns no message and no error is an idle
 // read (see IdleSource), so a source that can go quiet should return an
 // empty batch now and then rather than block until data comes. A
-// vertex.PartitionedSource, whose replicas each read several partitions,
-// gets a watermark per partition it reads when the hook is an
-// InputWatermarker (see sourceMarks). Its
+// vertex.PartitionedSource, which reads several partitions, gets a
+// watermark per partition when the hook is an InputWatermarker (see
+// sourceMarks). Its
 // contexts come in the order of every runner (see runReplica): hard, then
 // stop, derived from hard.
 //
@@ -165,17 +164,5 @@ func readBatches[T any](hard, stop context.Context, cfg Config, src vertex.Sourc
 			return 0, err
 		}
 		marks.idle(msgs)
-	}
-}
-
-// raise raises the source watermark wm (unix ns) to w; the idle loop reads
-// it concurrently.
-func raise(wm *atomic.Int64, w time.Time) {
-	if w.IsZero() {
-		return
-	}
-	ns := w.UnixNano()
-	if ns > wm.Load() {
-		wm.Store(ns) // only the source loop writes wm
 	}
 }

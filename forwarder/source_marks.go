@@ -13,12 +13,12 @@ import (
 // InputWatermarker) has one watermark per replica: each batch is observed
 // under the replica index (SourceWatermarker.Observe) and a read that
 // finds nothing advances it (IdleSource). A vertex.PartitionedSource whose
-// hook is an InputWatermarker has one per partition the replica reads:
-// each batch is observed under the partition it came from
-// (ObserveInput), the other partitions get an idle check after it
-// (IdleAdvanceInput), and the replica's watermark is what the hook
-// returns, the lowest over its partitions. A read that finds nothing means
-// none of them had data: IdleAdvance, as for one partition.
+// hook is an InputWatermarker has one per partition it reads: each batch
+// is observed under the partition it came from (ObserveInput), the other
+// partitions get an idle check after it (IdleAdvanceInput), and the
+// replica's watermark is what the hook returns, the lowest over the
+// partitions. A read that finds nothing means none of them had data:
+// IdleAdvance, as for one partition.
 type sourceMarks[T any] struct {
 	replica int
 	hook    SourceWatermarker // nil: no watermarks, only event times
@@ -97,5 +97,17 @@ func (m *sourceMarks[T]) idle(msgs []vertex.Message[T]) {
 				raise(&m.wm, w)
 			}
 		}
+	}
+}
+
+// raise raises the source watermark wm (unix ns) to w; the idle loop reads
+// it concurrently.
+func raise(wm *atomic.Int64, w time.Time) {
+	if w.IsZero() {
+		return
+	}
+	ns := w.UnixNano()
+	if ns > wm.Load() {
+		wm.Store(ns) // only the source loop writes wm
 	}
 }

@@ -7,7 +7,7 @@
 //
 // A source that reads several partitions of its own and returns each batch
 // from one of them ([FromTopic] does) implements [PartitionedSource]: the
-// pipeline then keeps its watermark per partition each replica reads.
+// pipeline then keeps its watermark per partition.
 //
 // The pipeline package wires these into a running dataflow; vertex itself
 // starts no goroutines.

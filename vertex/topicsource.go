@@ -76,8 +76,8 @@ type span struct {
 // event time. Replicas of the source share one consumer; the topic is the
 // caller's, and Close (which the pipeline calls) closes only the consumer.
 // Each batch comes from one partition, and the source is a
-// [PartitionedSource]: its watermark is kept per partition each replica
-// reads, the lowest being the replica's, so after a restart a partition
+// [PartitionedSource]: its watermark is kept per partition, the lowest
+// being each replica's, so after a restart a partition
 // whose commit is behind another's is not judged late on the other's
 // watermark. A wrapper that changes the IDs must say itself which
 // partition a batch came from.

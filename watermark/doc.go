@@ -22,11 +22,12 @@
 //
 // Sources compute their watermark with [Source]: per source partition the
 // minimum event time of each batch minus a maximum delay, advanced while the
-// source is idle. A source partition (replica) that reads several inputs of
-// its own, such as the partitions of a topic, keeps that watermark per
-// input (SourceConfig.Inputs) and its own is the lowest of them: inputs
-// resume from their own commits after a restart, and an input behind must
-// not be judged on the watermark of one ahead. [IdleManager] decides when an idle output partition gets a
+// source is idle. A source that reads several inputs of its own, such as
+// the partitions of a topic that any of its replicas may read, keeps that
+// watermark per input (SourceConfig.Inputs), and each source partition's
+// is the lowest of them: inputs resume from their own commits after a
+// restart, and an input behind must not be judged on the watermark of one
+// ahead. [IdleManager] decides when an idle output partition gets a
 // control message and then idle WMBs.
 //
 // A stream that ends has the final watermark [Max]: a processor that ends

@@ -74,6 +74,29 @@ func TestSourceIdleWithoutData(t *testing.T) {
 	}
 }
 
+// The inputs are the source's, shared by its partitions (replicas): when
+// each replica happens to read one input only (two replicas pulling from
+// one consumer in turn), both still get a watermark, the lowest input's.
+// A partition that ended stays at Max.
+func TestSourceInputsSharedByPartitions(t *testing.T) {
+	s, err := NewSource(SourceConfig{Partitions: 2, Inputs: 2, MaxDelay: 10 * time.Millisecond, Clock: newFakeClock().Now})
+	must(t, err)
+	wantWM(t, "replica 0 reads input 0", s.ObserveInput(0, 0, ms(1000)), time.Time{})
+	wantWM(t, "replica 1 reads input 1", s.ObserveInput(1, 1, ms(800)), ms(790))
+	wantWM(t, "replica 0, through input 1", s.Watermark(0), ms(790))
+	wantWM(t, "replica 0 reads input 0 again", s.ObserveInput(0, 0, ms(1100)), ms(790))
+	wantWM(t, "replica 1 reads input 1 again", s.ObserveInput(1, 1, ms(1300)), ms(1090))
+	wantWM(t, "replica 0 follows", s.Watermark(0), ms(1090))
+	wantWM(t, "End of replica 1", s.End(1), Max)
+	wantWM(t, "replica 0 goes on", s.ObserveInput(0, 0, ms(1500)), ms(1290))
+	wantWM(t, "replica 1 ended", s.ObserveInput(1, 1, ms(2000)), Max)
+	if wm, ok := s.IdleAdvance(1); ok || !wm.Equal(Max) {
+		t.Fatalf("IdleAdvance of an ended partition = %v,%v; want Max,false", wm, ok)
+	}
+	wantWM(t, "partition out of range", s.ObserveInput(2, 0, ms(5000)), time.Time{})
+	wantWM(t, "Watermark out of range", s.Watermark(-1), time.Time{})
+}
+
 // A source partition that reads two inputs, restarted with input 0 ahead
 // of input 1 (each resumed from its own commit): input 0's first batch
 // does not move the partition's watermark while input 1 has none, so
@@ -82,9 +105,6 @@ func TestSourceIdleWithoutData(t *testing.T) {
 func TestSourceInputsRestartBehind(t *testing.T) {
 	s, err := NewSource(SourceConfig{Partitions: 1, Inputs: 2, MaxDelay: 10 * time.Millisecond, Clock: newFakeClock().Now})
 	must(t, err)
-	if s.Inputs() != 2 {
-		t.Fatalf("Inputs() = %d, want 2", s.Inputs())
-	}
 	wantWM(t, "input 0 ahead, input 1 not read yet", s.ObserveInput(0, 0, ms(1000)), time.Time{})
 	wm := s.ObserveInput(0, 1, ms(500))
 	wantWM(t, "input 1 behind", wm, ms(490))
@@ -119,7 +139,7 @@ func TestSourceInputDrained(t *testing.T) {
 	if !ok || !wm.Equal(ms(990)) {
 		t.Fatalf("IdleAdvance of a drained partition = %v,%v; want 990ms,true", wm, ok)
 	}
-	wantWM(t, "partition 0 untouched", s.Watermark(0), time.Time{})
+	wantWM(t, "partition 0 reads the same inputs", s.Watermark(0), ms(990))
 	wantWM(t, "input 1's late data", s.ObserveInput(1, 1, ms(400)), ms(990))
 	wantWM(t, "input 0 goes on", s.ObserveInput(1, 0, ms(2000)), ms(990))
 	wantWM(t, "input 1 catches up", s.ObserveInput(1, 1, ms(1500)), ms(1490))
