@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -162,12 +163,19 @@ type toPartition0 struct{}
 
 func (toPartition0) Route(int, int, uint64) (int, error) { return 0, nil }
 
-// A topic source keeps a watermark per topic partition; one that has no
-// data at all holds the source back only until a read finds nothing in any
-// partition (both were read to their end): here partition 1 of the topic
-// is empty, and the source's watermark still reaches the event time of
-// what partition 0 held.
+// A topic source keeps a watermark per topic partition, shared by its
+// replicas; one that has no data at all holds the source back only until a
+// read finds nothing in any partition (both were read to their end): here
+// partition 1 of the topic is empty, and the source's watermark, the
+// lowest of its replicas', still reaches the event time of what partition
+// 0 held, also with two replicas, of which one may read nothing at all.
 func TestTopicSourceEmptyPartitionDoesNotHoldWatermark(t *testing.T) {
+	for _, replicas := range []int{1, 2} {
+		t.Run(strconv.Itoa(replicas), func(t *testing.T) { testTopicSourceEmptyPartition(t, replicas) })
+	}
+}
+
+func testTopicSourceEmptyPartition(t *testing.T, replicas int) {
 	topic, err := memory.NewTopic[int]("in", isb.Partitions(2))
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +187,7 @@ func TestTopicSourceEmptyPartitionDoesNotHoldWatermark(t *testing.T) {
 	p := New("wm-topic")
 	src := vertex.FromTopic(topic, "g", vertex.PollInterval(10*time.Millisecond))
 	sink := &wmSink{}
-	Sink(p, "out", Source(p, "src", src), vertex.Sink[int](sink))
+	Sink(p, "out", Source(p, "src", src, vertex.Replicas(replicas)), vertex.Sink[int](sink))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	before := time.Now()
