@@ -47,6 +47,13 @@
 // (and, on durable storage, in the replica's WAL: see ReduceLog), and each
 // window's results are written when the watermark closes it.
 //
+// A source replica's watermark comes from its SourceWatermarker hook: one
+// per replica, or, for a vertex.PartitionedSource (a topic source reads
+// every partition of its topic) and an InputWatermarker hook, one per
+// partition the source reads, the replica's being the lowest
+// (source_marks.go), so that a partition left behind by a restart is never
+// judged late on the watermark of one ahead.
+//
 // Watermarks, and work-in-progress marking for storage with ack deadlines,
 // plug in through the small interfaces of hooks.go; nil hooks cost nothing.
 package forwarder

@@ -54,9 +54,30 @@ type IdleFetcher interface {
 // watermark of a source partition with no data (watermark.Source does).
 type IdleSource interface {
 	// IdleAdvance is called when a read of the source partition (the
-	// replica index) returned nothing. It returns the advanced watermark
+	// replica index) returned nothing (for a vertex.PartitionedSource:
+	// none of the partitions it reads had anything). It returns the advanced watermark
 	// and true when the watermark moved.
 	IdleAdvance(partition int) (time.Time, bool)
+}
+
+// InputWatermarker is implemented by a SourceWatermarker that keeps a
+// watermark per partition a source reads (watermark.Source does, with
+// SourceConfig.Inputs): the source forwarder uses it for a
+// vertex.PartitionedSource, whose batches each come from one of its
+// partitions (the inputs), read by any of its replicas. A replica's
+// watermark, which judges lateness and is published, is the lowest of the
+// inputs'; without this interface (or for a source that reads one
+// partition) each replica has one watermark, through Observe and
+// IdleAdvance.
+type InputWatermarker interface {
+	// ObserveInput is Observe for a batch read from input of the source
+	// partition (the replica index); it returns the partition's watermark.
+	ObserveInput(partition, input int, minEventTime time.Time) time.Time
+	// IdleAdvanceInput is called, after a batch from another input, for
+	// each input the batch did not come from, so that an input without
+	// data advances while the others flow. It returns the partition's
+	// watermark and true when it moved.
+	IdleAdvanceInput(partition, input int) (time.Time, bool)
 }
 
 // ControlWriter writes one control message (tagged ControlTag) to

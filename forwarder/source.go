@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/runnel-dev/runnel/vertex"
@@ -18,7 +17,10 @@ import (
 // is still delivered. The source partition the watermark hook sees is the
 // replica index; a read that returns no message and no error is an idle
 // read (see IdleSource), so a source that can go quiet should return an
-// empty batch now and then rather than block until data comes. Its
+// empty batch now and then rather than block until data comes. A
+// vertex.PartitionedSource, which reads several partitions, gets a
+// watermark per partition when the hook is an InputWatermarker (see
+// sourceMarks). Its
 // contexts come in the order of every runner (see runReplica): hard, then
 // stop, derived from hard.
 //
@@ -32,7 +34,8 @@ func RunSource[T any](hard, stop context.Context, cfg Config, src vertex.Source[
 	// The source learns which replica (source partition) reads.
 	id := vertex.Replica{Vertex: cfg.Vertex, Index: cfg.Replica}
 	hard, stop = vertex.WithReplica(hard, id), vertex.WithReplica(stop, id)
-	var wm atomic.Int64 // the source watermark, unix ns
+	marks := newSourceMarks(cfg, src)
+	wm := &marks.wm
 	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, func() time.Time {
 		if ns := wm.Load(); ns != 0 {
 			return time.Unix(0, ns)
@@ -49,7 +52,7 @@ func RunSource[T any](hard, stop context.Context, cfg Config, src vertex.Source[
 		stopIdle = sync.OnceFunc(func() { cancel(); idleWG.Wait() })
 		defer stopIdle()
 	}
-	kind, err := readSource(hard, stop, cfg, src, w, &wm)
+	kind, err := readSource(hard, stop, cfg, src, w, marks)
 	if err != nil || kind == 0 {
 		return err
 	}
@@ -57,7 +60,7 @@ func RunSource[T any](hard, stop context.Context, cfg Config, src vertex.Source[
 	stopIdle()
 	if kind == Final {
 		if es, ok := cfg.Hooks.Source.(EndSource); ok {
-			raise(&wm, es.End(cfg.Replica))
+			raise(wm, es.End(cfg.Replica))
 		}
 	}
 	if err := w.WriteEnd(hard, cfg.Processor(), kind); err != nil && hard.Err() == nil {
@@ -71,7 +74,7 @@ func RunSource[T any](hard, stop context.Context, cfg Config, src vertex.Source[
 // something fails (the error). On storage that stages writes it keeps
 // several batches in flight (see source_batches.go); every batch is
 // complete (durable, acked) or dropped after a failure when it returns.
-func readSource[T any](hard, stop context.Context, cfg Config, src vertex.Source[T], w *Writer[T], wm *atomic.Int64) (EndKind, error) {
+func readSource[T any](hard, stop context.Context, cfg Config, src vertex.Source[T], w *Writer[T], marks *sourceMarks[T]) (EndKind, error) {
 	acker, _ := src.(vertex.Acker[T])
 	buffered, _ := src.(vertex.BufferedSource[T])
 	readSize := 0
@@ -106,7 +109,7 @@ func readSource[T any](hard, stop context.Context, cfg Config, src vertex.Source
 		depth = sourceStagedBatches
 	}
 	batches := newSourceBatches(depth, readSize, finish, drop)
-	kind, err := readBatches(hard, stop, cfg, src, buffered, w, wm, batches)
+	kind, err := readBatches(hard, stop, cfg, src, buffered, w, marks, batches)
 	if cerr := batches.close(); err == nil && cerr != nil {
 		return fail(cerr)
 	}
@@ -118,8 +121,7 @@ func readSource[T any](hard, stop context.Context, cfg Config, src vertex.Source
 
 // readBatches is readSource's loop over batches; a nil error with kind 0
 // is hard ending.
-func readBatches[T any](hard, stop context.Context, cfg Config, src vertex.Source[T], buffered vertex.BufferedSource[T], w *Writer[T], wm *atomic.Int64, batches *sourceBatches[T]) (EndKind, error) {
-	idleSrc, _ := cfg.Hooks.Source.(IdleSource)
+func readBatches[T any](hard, stop context.Context, cfg Config, src vertex.Source[T], buffered vertex.BufferedSource[T], w *Writer[T], marks *sourceMarks[T], batches *sourceBatches[T]) (EndKind, error) {
 	for {
 		if hard.Err() != nil {
 			return 0, nil
@@ -141,7 +143,7 @@ func readBatches[T any](hard, stop context.Context, cfg Config, src vertex.Sourc
 		if n := len(msgs); n > 0 {
 			cfg.Counters.read.Add(int64(n))
 			cfg.Counters.enter(n)
-			stamp(msgs, cfg, wm)
+			marks.stamp(msgs)
 			if werr := w.Stage(hard, msgs, &b.out); werr != nil {
 				cfg.Counters.inFlight.Add(-int64(n))
 				return 0, werr
@@ -161,50 +163,6 @@ func readBatches[T any](hard, stop context.Context, cfg Config, src vertex.Sourc
 			}
 			return 0, err
 		}
-		if len(msgs) == 0 && idleSrc != nil {
-			// A read that found nothing: an idle source partition advances.
-			if adv, ok := idleSrc.IdleAdvance(cfg.Replica); ok {
-				raise(wm, adv)
-			}
-		}
-	}
-}
-
-// stamp gives messages without an event time the current time and, with a
-// source watermark hook, sets each message's watermark and lateness.
-func stamp[T any](msgs []vertex.Message[T], cfg Config, wm *atomic.Int64) {
-	var now, minET time.Time
-	for i := range msgs {
-		m := &msgs[i]
-		if m.EventTime.IsZero() {
-			if now.IsZero() {
-				now = time.Now()
-			}
-			m.EventTime = now
-		}
-		if minET.IsZero() || m.EventTime.Before(minET) {
-			minET = m.EventTime
-		}
-	}
-	if cfg.Hooks.Source == nil {
-		return
-	}
-	w := cfg.Hooks.Source.Observe(cfg.Replica, minET)
-	for i := range msgs {
-		msgs[i].Watermark = w
-		msgs[i].Late = msgs[i].EventTime.Before(w)
-	}
-	raise(wm, w)
-}
-
-// raise raises the source watermark wm (unix ns) to w; the idle loop reads
-// it concurrently.
-func raise(wm *atomic.Int64, w time.Time) {
-	if w.IsZero() {
-		return
-	}
-	ns := w.UnixNano()
-	if ns > wm.Load() {
-		wm.Store(ns) // only the source loop writes wm
+		marks.idle(msgs)
 	}
 }

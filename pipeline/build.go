@@ -22,6 +22,9 @@ func Source[T any](p *Pipeline, name string, src vertex.Source[T], opts ...verte
 		return validate(src)
 	}
 	n.closers = closerOf(src)
+	if ps, ok := src.(vertex.PartitionedSource[T]); ok {
+		n.readParts = ps.ReadPartitions()
+	}
 	n.run = func(rt *runtime, n *node, r int) error {
 		if err := resumeSource(&rt.cfg, p, n, src); err != nil {
 			return err

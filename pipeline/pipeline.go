@@ -133,6 +133,10 @@ type node struct {
 	outs        []outEdge     // edges out of the node, set by validate
 	check       func() error  // the vertex's own validation (nil function, source options)
 	hasFallback bool          // a sink with a fallback sink
+	// readParts is how many partitions a source reads (a
+	// vertex.PartitionedSource's ReadPartitions; 0 otherwise): its
+	// watermark is kept per partition.
+	readParts int
 	// refused is set for a vertex whose name was refused (invalid, or
 	// taken): that error is its one error, and validate skips it and its
 	// edges, so no "unknown edge" or "no output" follows from it.

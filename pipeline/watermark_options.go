@@ -20,7 +20,13 @@ type WatermarkConfig struct {
 	// IdleStep, never past now - MaxDelay. Zero (the default) leaves the
 	// watermark of a quiet source where it is. A source advances only
 	// after reads that return no message, so a source that can go quiet
-	// should return an empty batch now and then.
+	// should return an empty batch now and then. A source that reads
+	// several partitions (vertex.PartitionedSource) has a watermark per
+	// partition, whichever replica read it, and each replica's is the
+	// lowest of them: a partition without data for this long advances the
+	// same way while the others flow. One not read at all in this run
+	// holds the source back until a read finds nothing in any partition
+	// (or, with IdleThreshold, until its first idle step).
 	IdleThreshold time.Duration
 	IdleStep      time.Duration // default IdleThreshold
 	IdleIncrement time.Duration // default IdleStep

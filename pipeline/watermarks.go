@@ -42,7 +42,8 @@ func (vw *vertexWatermarks) hooks(r int) forwarder.Hooks {
 
 // watermark is the vertex's watermark: the lowest of its replicas' (the
 // source watermark of each source partition, or what each reader
-// fetched). A replica without a watermark yet makes it zero, so it never
+// fetched; for a source reading several partitions, the lowest of
+// theirs). A replica without a watermark yet makes it zero, so it never
 // decreases.
 func (vw *vertexWatermarks) watermark() time.Time {
 	var low time.Time
@@ -121,7 +122,10 @@ func newVertexWatermarks(rt *runtime, store watermark.Store, n *node) (*vertexWa
 	replicas := n.cfg.Replicas
 	vw := &vertexWatermarks{replicas: replicas}
 	if n.kind == kindSource {
-		src, err := watermark.NewSource(watermark.SourceConfig{Partitions: replicas, MaxDelay: c.MaxDelay,
+		// One source partition per replica; a source that reads several
+		// partitions (readParts) has a watermark per partition, shared by
+		// its replicas.
+		src, err := watermark.NewSource(watermark.SourceConfig{Partitions: replicas, Inputs: n.readParts, MaxDelay: c.MaxDelay,
 			IdleThreshold: c.IdleThreshold, StepInterval: c.IdleStep, IncrementBy: c.IdleIncrement, Clock: c.Clock})
 		if err != nil {
 			return nil, err

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/runnel-dev/runnel/isb"
+	"github.com/runnel-dev/runnel/isb/memory"
 	"github.com/runnel-dev/runnel/vertex"
 	"github.com/runnel-dev/runnel/watermark"
 )
@@ -152,5 +155,67 @@ func TestReplicaPublisherIdle(t *testing.T) {
 	}
 	if len(writes) != 2 {
 		t.Fatalf("control messages %v after the partition turned active, want still 2", writes)
+	}
+}
+
+// toPartition0 routes every item to partition 0.
+type toPartition0 struct{}
+
+func (toPartition0) Route(int, int, uint64) (int, error) { return 0, nil }
+
+// A topic source keeps a watermark per topic partition, shared by its
+// replicas; one that has no data at all holds the source back only until a
+// read finds nothing in any partition (both were read to their end): here
+// partition 1 of the topic is empty, and the source's watermark, the
+// lowest of its replicas', still reaches the event time of what partition
+// 0 held, also with two replicas, of which one may read nothing at all.
+func TestTopicSourceEmptyPartitionDoesNotHoldWatermark(t *testing.T) {
+	for _, replicas := range []int{1, 2} {
+		t.Run(strconv.Itoa(replicas), func(t *testing.T) { testTopicSourceEmptyPartition(t, replicas) })
+	}
+}
+
+func testTopicSourceEmptyPartition(t *testing.T, replicas int) {
+	topic, err := memory.NewTopic[int]("in", isb.Partitions(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer topic.Close()
+	if err := topic.Producer(toPartition0{}).ProduceBatch(context.Background(), []int{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	p := New("wm-topic")
+	src := vertex.FromTopic(topic, "g", vertex.PollInterval(10*time.Millisecond))
+	sink := &wmSink{}
+	Sink(p, "out", Source(p, "src", src, vertex.Replicas(replicas)), vertex.Sink[int](sink))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	before := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	deadline := time.After(20 * time.Second)
+	var wm time.Time
+	for wm.IsZero() {
+		select {
+		case err := <-done:
+			t.Fatalf("Run ended early: %v", err)
+		case <-deadline:
+			t.Fatal("the source watermark stayed unset: the empty partition held it back")
+		case <-time.After(5 * time.Millisecond):
+		}
+		if st := p.Stats(); len(st) > 0 {
+			wm = st[0].Watermark
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	// The items' event time is when they were read, and MaxDelay is 0.
+	if wm.Before(before) || wm.After(time.Now()) || wm.Equal(watermark.Max) {
+		t.Errorf("source watermark %v, want the read time of partition 0's items (after %v)", wm, before)
+	}
+	if sink.late != 0 || len(sink.wms) != 3 {
+		t.Errorf("sink got %d messages, %d late; want 3, none late", len(sink.wms), sink.late)
 	}
 }

@@ -5,6 +5,10 @@
 // function, channel), tag conditions ([Condition]) and per-vertex options
 // ([Option]).
 //
+// A source that reads several partitions of its own and returns each batch
+// from one of them ([FromTopic] does) implements [PartitionedSource]: the
+// pipeline then keeps its watermark per partition.
+//
 // The pipeline package wires these into a running dataflow; vertex itself
 // starts no goroutines.
 package vertex

@@ -36,3 +36,21 @@ type BufferedSource[T any] interface {
 	// each), with the semantics of Read.
 	ReadInto(ctx context.Context, buf []Message[T]) (n int, err error)
 }
+
+// PartitionedSource is a [Source] that reads several partitions of its own
+// (FromTopic reads every partition of its topic) and returns each batch
+// from one of them, to any replica. The pipeline then keeps a watermark
+// per partition, and each replica's watermark is the lowest of them:
+// partitions resume from their own commits after a restart, so one may be
+// far behind another, and judging its messages on the watermark of the one
+// ahead would make them late. A source that reads one partition need not
+// implement it.
+type PartitionedSource[T any] interface {
+	Source[T]
+	// ReadPartitions is how many partitions the source reads; it does not
+	// change.
+	ReadPartitions() int
+	// PartitionOf returns the partition, in [0, ReadPartitions()), a
+	// non-empty batch msgs came from, as Read or ReadInto returned it.
+	PartitionOf(msgs []Message[T]) int
+}

@@ -75,6 +75,12 @@ type span struct {
 // after a restart), the item as its value and the time it is read as its
 // event time. Replicas of the source share one consumer; the topic is the
 // caller's, and Close (which the pipeline calls) closes only the consumer.
+// Each batch comes from one partition, and the source is a
+// [PartitionedSource]: its watermark is kept per partition, the lowest
+// being each replica's, so after a restart a partition
+// whose commit is behind another's is not judged late on the other's
+// watermark. A wrapper that changes the IDs must say itself which
+// partition a batch came from.
 func FromTopic[T any](topic *isb.Topic[T], group string, opts ...TopicSourceOption) *TopicSource[T] {
 	s := &TopicSource[T]{topic: topic, group: group, cfg: topicSourceConfig{poll: 100 * time.Millisecond}, spans: map[int][]span{}}
 	// A nil option is reported by Validate, like every bad option.
@@ -210,6 +216,29 @@ func (s *TopicSource[T]) Ack(_ context.Context, msgs []Message[T]) error {
 		return fmt.Errorf("vertex: topic source %q: commit partition %d at %d: %w", s.topic.Name(), p, to, err)
 	}
 	return nil
+}
+
+// ReadPartitions is the topic's partition count: the source keeps a
+// watermark per partition (see [PartitionedSource]).
+func (s *TopicSource[T]) ReadPartitions() int {
+	if s.topic == nil {
+		return 1
+	}
+	return s.topic.Partitions()
+}
+
+// PartitionOf returns the topic partition the batch msgs (as Read returned
+// it) came from, from the ID of its first message; 0 for an ID Read did not
+// make.
+func (s *TopicSource[T]) PartitionOf(msgs []Message[T]) int {
+	if len(msgs) == 0 {
+		return 0
+	}
+	p, _, err := parseTopicID(msgs[0].ID)
+	if err != nil {
+		return 0
+	}
+	return p
 }
 
 // parseTopicID splits an ID "p-i" made by Read.

@@ -22,7 +22,12 @@
 //
 // Sources compute their watermark with [Source]: per source partition the
 // minimum event time of each batch minus a maximum delay, advanced while the
-// source is idle. [IdleManager] decides when an idle output partition gets a
+// source is idle. A source that reads several inputs of its own, such as
+// the partitions of a topic that any of its replicas may read, keeps that
+// watermark per input (SourceConfig.Inputs), and each source partition's
+// is the lowest of them: inputs resume from their own commits after a
+// restart, and an input behind must not be judged on the watermark of one
+// ahead. [IdleManager] decides when an idle output partition gets a
 // control message and then idle WMBs.
 //
 // A stream that ends has the final watermark [Max]: a processor that ends
@@ -51,7 +56,10 @@
 // IdleWriteControl write one control message and call ControlWritten with its
 // offset, on IdlePublish call PublishIdle with the replica watermark; Stop on
 // shutdown. A source replica computes its watermark with Source.Observe per
-// batch and Source.IdleAdvance when a read returns nothing.
+// batch and Source.IdleAdvance when a read returns nothing; one that reads
+// several inputs, with Source.ObserveInput per batch (under the input it
+// came from) and Source.IdleAdvanceInput for the inputs the batch did not
+// come from.
 //
 // End of stream: a writer that ends its output calls PublishEnd(ctx, bucket,
 // partition, offset of its end-of-stream message) for each partition; an
