@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -182,33 +183,7 @@ func TestRunSourceFailedFlushAcksNothingAfter(t *testing.T) {
 // A map vertex on storage that stages writes acks (commits) its input only
 // once its outputs are durable, and writes them in order per worker.
 func TestRunMapStagedCommitsOnlyDurable(t *testing.T) {
-	in, err := memory.NewTopic[msg]("in")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	if _, err := in.Producer(nil).ProduceTo(context.Background(), 0, numbered(100)); err != nil {
-		t.Fatal(err)
-	}
-	cons, err := in.PullConsumer("map", isb.BatchSize(10), isb.ManualCommit())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	out, b := stagedTopic(t, "out")
-	cnt := &Counters{}
-	opts, err := vertex.NewConfig(vertex.BatchSize(10), vertex.Concurrency(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	cfg := Config{Vertex: "m", Options: opts, Counters: cnt}
-	done := make(chan error, 1)
-	go func() {
-		done <- RunMap(ctx, ctx, cfg, Input[int]{Consumer: cons, Partitions: 1}, []Edge[int]{{To: "out", Topic: out}},
-			FromValueFunc(func(_ context.Context, v int) (int, error) { return v, nil }))
-	}()
+	in, out, b, cnt, stop := stagedMap(t, vertex.Concurrency(1))
 	committed := func() int64 { return 100 - in.Pending("map") }
 	waitFor(t, "outputs to be staged", func() bool { return b.Staged(0) >= 10 })
 	time.Sleep(20 * time.Millisecond)
@@ -223,8 +198,7 @@ func TestRunMapStagedCommitsOnlyDurable(t *testing.T) {
 	}
 	b.Allow(0, math.MaxInt64)
 	waitFor(t, "every ack", func() bool { return cnt.Snapshot().Acked == 100 })
-	stop()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	got := drain(t, out)[0]
@@ -251,36 +225,10 @@ func TestRunMapStagedWritesPerBatch(t *testing.T) {
 		{"one batch in flight", 10, 40}, // chunks of 3, 3, 3, 1
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in, err := memory.NewTopic[msg]("in")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer in.Close()
-			if _, err := in.Producer(nil).ProduceTo(context.Background(), 0, numbered(100)); err != nil {
-				t.Fatal(err)
-			}
-			cons, err := in.PullConsumer("map", isb.BatchSize(10), isb.ManualCommit())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cons.Close()
-			out, b := stagedTopic(t, "out")
+			_, out, b, cnt, stop := stagedMap(t, vertex.Concurrency(4), vertex.MaxInFlight(tc.maxInFlight))
 			b.AllowAll()
-			cnt := &Counters{}
-			opts, err := vertex.NewConfig(vertex.BatchSize(10), vertex.Concurrency(4), vertex.MaxInFlight(tc.maxInFlight))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, stop := context.WithCancel(context.Background())
-			defer stop()
-			done := make(chan error, 1)
-			go func() {
-				done <- RunMap(ctx, ctx, Config{Vertex: "m", Options: opts, Counters: cnt}, Input[int]{Consumer: cons, Partitions: 1},
-					[]Edge[int]{{To: "out", Topic: out}}, FromValueFunc(func(_ context.Context, v int) (int, error) { return v, nil }))
-			}()
 			waitFor(t, "every ack", func() bool { return cnt.Snapshot().Acked == 100 })
-			stop()
-			if err := <-done; err != nil {
+			if err := stop(); err != nil {
 				t.Fatal(err)
 			}
 			if got := b.Writes(0); got != tc.writes {
@@ -293,4 +241,48 @@ func TestRunMapStagedWritesPerBatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stagedMap runs an identity map replica with opts (and BatchSize 10) from
+// a memory topic holding numbered(100) to a staged topic that publishes
+// nothing until the test allows it; stop ends the replica and returns its
+// error.
+func stagedMap(t *testing.T, opts ...vertex.Option) (in, out *isb.Topic[msg], b *isbtest.StagedBackend[msg], cnt *Counters, stop func() error) {
+	t.Helper()
+	in, err := memory.NewTopic[msg]("in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Close() })
+	if _, err := in.Producer(nil).ProduceTo(context.Background(), 0, numbered(100)); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := in.PullConsumer("map", isb.BatchSize(10), isb.ManualCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cons.Close() })
+	out, b = stagedTopic(t, "out")
+	cnt = &Counters{}
+	cfg, err := vertex.NewConfig(append([]vertex.Option{vertex.BatchSize(10)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- RunMap(ctx, ctx, Config{Vertex: "m", Options: cfg, Counters: cnt}, Input[int]{Consumer: cons, Partitions: 1},
+			[]Edge[int]{{To: "out", Topic: out}}, FromValueFunc(func(_ context.Context, v int) (int, error) { return v, nil }))
+	}()
+	stop = sync.OnceValue(func() error {
+		cancel()
+		return <-done
+	})
+	// A test that failed with the flush held: let it through, or the
+	// replica's completers wait for it forever.
+	t.Cleanup(func() {
+		b.AllowAll()
+		_ = stop()
+	})
+	return in, out, b, cnt, stop
 }
