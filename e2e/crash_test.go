@@ -27,12 +27,13 @@ import (
 // The crash test of a durable pipeline: a child process runs
 // topic source -> map -> sink on mmap storage, the sink appending every id
 // it is given to a file it fsyncs before it returns. The parent adds ids
-// to the source topic, starts the child, and kills it with SIGKILL at a
-// random moment (or stops it with SIGTERM, a clean drain, every fourth
-// round), then starts it again on the same directories. At the end the
-// child runs until the topic is drained. Every id the topic held must be
-// in the sink's file at least once; duplicates (redelivered in-flight
-// messages) are counted and reported.
+// to the source topic and starts the child, which kills itself with
+// SIGKILL once its sink wrote a random share of the round's ids (or stops
+// itself with SIGTERM, a clean drain, every fourth round; see
+// crashplan_test.go), then starts it again on the same directories. At the
+// end the child runs until the topic is drained. Every id the topic held
+// must be in the sink's file at least once; duplicates (redelivered
+// in-flight messages) are counted and reported.
 
 const (
 	crashTopicParts = 2
@@ -62,9 +63,10 @@ const crashTopicPartsEnv = "RUNNEL_E2E_TOPIC_PARTS"
 // fileSink appends each message's value as a line to a file and fsyncs it
 // before Write returns: what Write acknowledged is on disk.
 type fileSink struct {
-	mu  sync.Mutex
-	f   *os.File
-	buf []byte
+	mu   sync.Mutex
+	f    *os.File
+	buf  []byte
+	plan *crashPlan // told of every write once it is on disk
 	// beforeWrite, when set, runs at the start of each Write (the
 	// end-of-stream restart test slows the sink down with it).
 	beforeWrite func()
@@ -84,7 +86,11 @@ func (s *fileSink) Write(_ context.Context, msgs []vertex.Message[string]) ([]ve
 	if _, err := s.f.Write(s.buf); err != nil {
 		return nil, err
 	}
-	return nil, s.f.Sync()
+	if err := s.f.Sync(); err != nil {
+		return nil, err
+	}
+	s.plan.progress("written", len(msgs))
+	return nil, nil
 }
 
 // crashChild runs the pipeline until the input topic is drained (exit 0),
@@ -110,7 +116,7 @@ func crashChild() int {
 	formatted := pipeline.Map(p, "format", ids, func(_ context.Context, v int64) (string, error) {
 		return strconv.FormatInt(v, 10), nil
 	}, vertex.Replicas(2), vertex.BatchSize(100), vertex.BufferCapacity(5000))
-	sink := &fileSink{f: f}
+	sink := &fileSink{f: f, plan: crashPlanFromEnv()}
 	if os.Getenv("RUNNEL_E2E_SLOW_SINK") != "" {
 		// A slow sink that kills its own process (SIGKILL) once the source
 		// has handed every id of the topic to the first buffer (its group
@@ -124,7 +130,6 @@ func crashChild() int {
 		}
 	}
 	pipeline.Sink(p, "file", formatted, sink, vertex.BatchSize(150), vertex.BufferCapacity(5000))
-	fmt.Fprintln(os.Stdout, "S") // SIGTERM is handled from here on
 	if err := p.Run(ctx); err != nil {
 		return childFail("run: %v", err)
 	}
@@ -152,15 +157,15 @@ func addIDs(t *testing.T, dir string, from, to int64) {
 	}
 }
 
-// startChild starts the child on dir; ready is closed once it handles
-// SIGTERM, done with its output once it has exited.
-func startChild(t *testing.T, dir string) (cmd *exec.Cmd, out *[]string, ready, done chan struct{}) {
+// startChild starts the child on dir; done is closed once it has exited,
+// out then holds its output lines.
+func startChild(t *testing.T, dir string) (cmd *exec.Cmd, out *[]string, done chan struct{}) {
 	t.Helper()
 	return startChildOf(t, dir, "crash")
 }
 
 // startChildOf is startChild for the child named kind, with env added.
-func startChildOf(t *testing.T, dir, kind string, env ...string) (cmd *exec.Cmd, out *[]string, ready, done chan struct{}) {
+func startChildOf(t *testing.T, dir, kind string, env ...string) (cmd *exec.Cmd, out *[]string, done chan struct{}) {
 	t.Helper()
 	cmd = exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(append(os.Environ(), childEnv+"="+kind, "RUNNEL_E2E_DIR="+dir), env...)
@@ -172,74 +177,75 @@ func startChildOf(t *testing.T, dir, kind string, env ...string) (cmd *exec.Cmd,
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	out, ready, done = new([]string), make(chan struct{}), make(chan struct{})
+	out, done = new([]string), make(chan struct{})
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if sc.Text() == "S" {
-				close(ready)
-			}
 			*out = append(*out, sc.Text())
 		}
 		cmd.Wait()
 	}()
-	return cmd, out, ready, done
+	return cmd, out, done
 }
 
 // crashRounds runs the child named kind on dir for rounds rounds, adding
-// perRound ids to the input topic before each. Three rounds in four are
-// ended by SIGKILL, the fourth by SIGTERM (a clean drain), each at a random
-// moment after the child started its Run (from exec, a child under -race
-// on a loaded machine may take longer to start than the delay). A last run
-// then drains the topic and must end by itself. It returns the number of
-// ids added and how each round ended.
-func crashRounds(t *testing.T, dir, kind string, rounds int, perRound int64, maxDelay time.Duration, env ...string) (total int64, killed, stopped, finished int) {
+// perRound ids to the input topic before each. Three rounds in four end by
+// SIGKILL, the fourth by SIGTERM (a clean drain), which the child sends
+// itself once one of its progress counts, drawn at random among progress,
+// reaches a target drawn at random between 5% and 95% of what the child is
+// sure to reach of it in a round. A last run then drains the topic and must
+// end by itself. It returns the number of ids added and how many rounds
+// were killed and stopped.
+func crashRounds(t *testing.T, dir, kind string, rounds int, perRound int64, progress []crashProgress, env ...string) (total int64, killed, stopped int) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	for round := range rounds {
 		addIDs(t, dir, total, total+perRound)
 		total += perRound
-		cmd, out, ready, done := startChildOf(t, dir, kind, env...)
 		clean := round%4 == 3
-		select {
-		case <-ready:
-		case <-done:
+		sig := "KILL"
+		if clean {
+			sig = "TERM"
 		}
+		var on crashProgress
+		for on.work == 0 || round < on.fromRound {
+			on = progress[rng.IntN(len(progress))]
+		}
+		at := max(1, on.work/20+rng.Int64N(on.work*9/10))
+		cmd, out, done := startChildOf(t, dir, kind, append(slices.Clip(env),
+			crashOnEnv+"="+on.name, crashAtEnv+"="+strconv.FormatInt(at, 10), crashSignalEnv+"="+sig)...)
 		select {
-		case <-done: // drained everything before the signal
-			finished++
-		case <-time.After(time.Duration(rng.Int64N(int64(maxDelay)))):
-			if clean {
-				cmd.Process.Signal(syscall.SIGTERM)
-				stopped++
-			} else {
-				cmd.Process.Signal(syscall.SIGKILL)
-				killed++
-			}
-			select {
-			case <-done:
-			case <-time.After(2 * time.Minute):
-				cmd.Process.Kill()
-				t.Fatalf("round %d: the child did not stop", round)
-			}
+		case <-done:
+		case <-time.After(2 * time.Minute):
+			cmd.Process.Kill()
+			<-done
+			t.Fatalf("round %d: the child did not reach progress %d and signal itself within 2 minutes; output %q", round, at, *out)
 		}
 		for _, line := range *out {
 			if strings.HasPrefix(line, "E ") {
 				t.Fatalf("round %d: child failed: %s", round, line)
 			}
 		}
-		// A SIGTERM that races the child's own end (after it printed "D" and
-		// removed its handler) kills it by the default action: that child
-		// had drained and ended, which is a clean stop too.
-		ended := len(*out) > 0 && (*out)[len(*out)-1] == "D"
-		if clean && cmd.ProcessState.ExitCode() != 0 && !ended {
-			t.Fatalf("round %d: a child stopped by SIGTERM exited with %v", round, cmd.ProcessState)
+		if !slices.ContainsFunc(*out, func(l string) bool { return strings.HasPrefix(l, "K ") }) {
+			t.Fatalf("round %d: the child ended (%v) before its progress %q reached %d of %d: it was not signalled mid-run; output %q",
+				round, cmd.ProcessState, on.name, at, on.work, *out)
 		}
+		if clean {
+			if code := cmd.ProcessState.ExitCode(); code != 0 || (*out)[len(*out)-1] != "D" {
+				t.Fatalf("round %d: a child stopped by SIGTERM exited with %v, output %q", round, cmd.ProcessState, *out)
+			}
+			stopped++
+			continue
+		}
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			t.Fatalf("round %d: the child was to be killed mid-run, but it ended with %v", round, cmd.ProcessState)
+		}
+		killed++
 	}
 	// The last run drains the topic and ends by itself (told so by
 	// RUNNEL_E2E_FINAL, for a child whose rounds do not end by themselves).
-	cmd, out, _, done := startChildOf(t, dir, kind, append(slices.Clip(env), "RUNNEL_E2E_FINAL=1")...)
+	cmd, out, done := startChildOf(t, dir, kind, append(slices.Clip(env), "RUNNEL_E2E_FINAL=1")...)
 	select {
 	case <-done:
 	case <-time.After(3 * time.Minute):
@@ -250,10 +256,7 @@ func crashRounds(t *testing.T, dir, kind string, rounds int, perRound int64, max
 	if code := cmd.ProcessState.ExitCode(); code != 0 || len(*out) == 0 || (*out)[len(*out)-1] != "D" {
 		t.Fatalf("final run: exit %d, output %q", code, *out)
 	}
-	if killed < 10 {
-		t.Fatalf("only %d rounds were killed mid-run: the test did not test crashes", killed)
-	}
-	return total, killed, stopped, finished
+	return total, killed, stopped
 }
 
 func TestCrashDurablePipeline(t *testing.T) {
@@ -263,7 +266,7 @@ func TestCrashDurablePipeline(t *testing.T) {
 	}
 	dir := t.TempDir()
 	start := time.Now()
-	total, killed, stopped, finished := crashRounds(t, dir, "crash", rounds, perRound, 750*time.Millisecond)
+	total, killed, stopped := crashRounds(t, dir, "crash", rounds, perRound, []crashProgress{{"written", perRound, 0}})
 
 	counts, torn := readSinkFile(t, dir)
 	var missing, dups int64
@@ -286,8 +289,8 @@ func TestCrashDurablePipeline(t *testing.T) {
 	if missing > 0 {
 		t.Fatalf("%d of %d ids lost", missing, total)
 	}
-	t.Logf("%d rounds (%d SIGKILL, %d SIGTERM, %d drained before the signal) in %v: all %d ids delivered, %d duplicates (%.2f%%), %d torn lines",
-		rounds, killed, stopped, finished, time.Since(start).Round(time.Millisecond), total, dups, 100*float64(dups)/float64(total), torn)
+	t.Logf("%d rounds (%d SIGKILL, %d SIGTERM, each mid-run) in %v: all %d ids delivered, %d duplicates (%.2f%%), %d torn lines",
+		rounds, killed, stopped, time.Since(start).Round(time.Millisecond), total, dups, 100*float64(dups)/float64(total), torn)
 	assertDrained(t, dir)
 }
 
@@ -339,7 +342,7 @@ func TestDurablePipelineEndsAfterKillPastSourceEnd(t *testing.T) {
 	const total = 6000 // fits in the buffers, so the source ends while the sink is slow
 	dir := t.TempDir()
 	addIDs(t, dir, 0, total)
-	cmd, out, _, done := startChildOf(t, dir, "crash", "RUNNEL_E2E_SLOW_SINK=1")
+	cmd, out, done := startChildOf(t, dir, "crash", "RUNNEL_E2E_SLOW_SINK=1")
 	select {
 	case <-done:
 	case <-time.After(3 * time.Minute):
@@ -355,7 +358,7 @@ func TestDurablePipelineEndsAfterKillPastSourceEnd(t *testing.T) {
 		t.Fatalf("the sink had all %d ids before the kill: the test killed nothing in flight", len(before))
 	}
 
-	cmd, out, _, done = startChild(t, dir)
+	cmd, out, done = startChild(t, dir)
 	select {
 	case <-done:
 	case <-time.After(3 * time.Minute):
