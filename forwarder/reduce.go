@@ -364,7 +364,9 @@ func (sh *reduceShard[In, S, Out]) closeUpTo(ctx context.Context, wm int64) erro
 		err = sh.logDurable(ctx)
 	}
 	if err == nil && len(sh.outs) > 0 {
-		err = red.w.Write(ctx, sh.outs, sh.out)
+		if err = red.w.Write(ctx, sh.outs, sh.out); err == nil {
+			red.cfg.Counters.results.Add(int64(len(sh.outs)))
+		}
 	}
 	clear(sh.outs)
 	if err == nil && logged {

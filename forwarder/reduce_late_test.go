@@ -89,8 +89,8 @@ func TestReduceClosedSessionTakesNoMessage(t *testing.T) {
 				if !slices.Equal(late, wantLate) {
 					t.Errorf("late stream %v, want %v", late, wantLate)
 				}
-				if o.stats.Late != cycles {
-					t.Errorf("Stats.Late %d, want %d", o.stats.Late, cycles)
+				if o.stats.Late != cycles || o.stats.Results != int64(len(wantResults)) {
+					t.Errorf("Stats.Late %d, Results %d; want %d, %d", o.stats.Late, o.stats.Results, cycles, len(wantResults))
 				}
 			})
 		}
