@@ -3,13 +3,13 @@ package forwarder
 import (
 	"context"
 	"errors"
-	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/runnel-dev/runnel/internal/keys"
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/vertex"
 )
@@ -167,7 +167,6 @@ func runReplicaParts[T any](hard, stop context.Context, cfg Config, in Input[T],
 	if parts.loop != nil {
 		idleWG.Go(func() { parts.loop(idleCtx) })
 	}
-	seed := maphash.MakeSeed()
 	send := func(ch chan []inflight[T], chunk []inflight[T]) bool {
 		select {
 		case ch <- chunk:
@@ -188,10 +187,10 @@ func runReplicaParts[T any](hard, stop context.Context, cfg Config, in Input[T],
 			// not allocate (a slice per worker and batch cost a reduce
 			// vertex 400 B per message).
 			for i := range items {
-				k := 0
-				if keys := items[i].msg.Keys; len(keys) > 0 {
-					k = int(maphash.String(seed, joinKeys(items[i].msg)) % uint64(workers))
-				}
+				// The hash the writer routed by, spread over the
+				// workers: the same worker for the same keys in every
+				// process, nil and {""} told apart (internal/keys).
+				k := keys.Spread(keys.Hash(items[i].msg.Keys), workers)
 				b := per[k]
 				if b == nil {
 					b = r.pooledBatch()

@@ -1,8 +1,10 @@
 package forwarder
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -10,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/keys"
 	"github.com/runnel-dev/runnel/vertex"
 	"github.com/runnel-dev/runnel/wal"
 	"github.com/runnel-dev/runnel/watermark"
@@ -68,7 +71,22 @@ type ReduceSpec[In, S, Out any] struct {
 // same replica), assigns every message to its windows, and emits each
 // window's result per key when the watermark closes it (watermark >= end +
 // allowed lateness). Results go to edges as vertex.Windowed values with
-// event time end - 1ms; late messages go to spec.Late.
+// event time end - 1ms; late messages go to spec.Late, with headers saying
+// what made them late (vertex.LateWatermarkHeader and the two after it).
+//
+// Lateness: a message is judged against the watermark it was read with.
+// Before it is added, every window that watermark closes is closed (its
+// results written), so a message never joins a closed window: a session
+// closed at its watermark is not merged with it, a fixed or sliding window
+// closed at it does not take it. The same input with the same watermarks
+// therefore gives the same results whatever the chunks and the ticker do.
+// (The same records replayed faster are read at lower watermarks, so fewer
+// of them may be late than in real time.)
+//
+// Keys: a message's windows are those of its key list, encoded without
+// ambiguity (internal/keys: {"a","b"} and {"a\x00b"}, nil and {""} are
+// different keys), and its shard is a fixed hash of that encoding, the same
+// in every process.
 //
 // Concurrency: the replica's keys are split over Options.Concurrency
 // shards by key hash; each shard owns its windows and is driven by its
@@ -167,6 +185,8 @@ type reduceShard[In, S, Out any] struct {
 	out     *WriteBuffer[vertex.Windowed[Out]]
 	lates   []vertex.Message[In]
 	lateBuf *WriteBuffer[In]
+	key     []byte            // the encoded keys of the message being added (internal/keys)
+	late    []vertex.Interval // markLate's scratch
 	// With a log: the entries of the chunk (their values and windows in
 	// the scratch buffers, cut by spans) and the windows closed.
 	entries []wal.Entry
@@ -179,8 +199,13 @@ type reduceShard[In, S, Out any] struct {
 	pending *wal.Pending
 }
 
-// handle adds a chunk's messages to the shard's windows, sends the late
-// ones to the late stream, then closes what the chunk's watermark closed.
+// handle adds a chunk's messages to the shard's windows and sends the late
+// ones to the late stream. Each message is judged late or not against the
+// watermark it was read with: before it is added, the windows that
+// watermark closes are closed (and their results written), so it never
+// joins a window that is closed, and the outcome does not depend on where
+// chunks begin or when the ticker ran (see closeDue).
+//
 // With a log, it hands the chunk's entries to the WAL and returns them as
 // the chunk's pending write: the worker's completer acks the chunk once
 // they are durable, while the worker goes on with the next chunks (see
@@ -191,17 +216,29 @@ func (sh *reduceShard[In, S, Out]) handle(ctx context.Context, chunk []inflight[
 	defer sh.mu.Unlock()
 	sh.lates = sh.lates[:0]
 	red := sh.red
+	// Windows replayed from the log may be closed at the recovered
+	// watermark before any message raises it: they close first.
+	last, err := sh.closeDue(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for i := range chunk {
 		it := &chunk[i]
 		m := &it.msg
 		if red.logged != nil && red.alreadyLogged(it.partition, it.offset) {
 			continue // redelivered after a restart: in the log already
 		}
-		if !m.Watermark.IsZero() {
-			sh.wm = max(sh.wm, m.Watermark.UnixNano())
+		if wm := m.Watermark.UnixNano(); !m.Watermark.IsZero() && wm > sh.wm {
+			sh.wm = wm
+			p, err := sh.closeDue(ctx)
+			if err != nil {
+				return nil, err
+			}
+			last = cmp.Or(p, last) // the log writes appends in order: the last one is the chunk's
 		}
-		if !sh.set.add(m, joinKeys(*m), sh.wm) {
-			sh.lates = append(sh.lates, *m)
+		sh.key = keys.Append(sh.key[:0], m.Keys)
+		if !sh.set.add(m, sh.key, sh.wm) {
+			sh.lates = append(sh.lates, sh.markLate(*m))
 			continue
 		}
 		if red.spec.Log != nil {
@@ -215,16 +252,57 @@ func (sh *reduceShard[In, S, Out]) handle(ctx context.Context, chunk []inflight[
 	if err != nil {
 		return nil, err
 	}
+	last = cmp.Or(p, last)
+	// The windows the chunk opened hold the published watermark back
+	// before the chunk is acked.
+	sh.noteOldest()
 	if err := sh.writeLate(ctx); err != nil {
 		return nil, err
 	}
-	if err := sh.closeUpTo(ctx, sh.wm); err != nil {
-		return nil, err
-	}
-	if p == nil {
+	if last == nil {
 		return nil, nil
 	}
-	return loggedChunk{ctx, p}, nil
+	return loggedChunk{ctx, last}, nil
+}
+
+// closeDue closes the windows the shard's watermark closes, before the
+// chunk's next message is added (its watermark was just taken). The
+// chunk's entries so far are handed to the log first: a window's results
+// are written only once every entry it holds is durable (closeUpTo waits
+// for the last append), and those entries are the pending write of the
+// chunk as much as the rest. It returns that append (nil: none). sh.mu is
+// held.
+func (sh *reduceShard[In, S, Out]) closeDue(ctx context.Context) (*wal.Pending, error) {
+	if end, ok := sh.set.oldestEnd(); !ok || !sh.red.spec.Window.ClosedAt(end, sh.wm) {
+		return nil, nil // nothing closes: the common case, one comparison
+	}
+	p, err := sh.appendLogged(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return p, sh.closeUpTo(ctx, sh.wm)
+}
+
+// markLate returns m with the headers that say why it is late: the
+// watermark it was judged against (the shard's, at least the one it was
+// read with) and the end and close of the latest window it belonged to
+// (closed: end + allowed lateness <= watermark). m's headers are shared,
+// so they are copied.
+func (sh *reduceShard[In, S, Out]) markLate(m vertex.Message[In]) vertex.Message[In] {
+	w := sh.red.spec.Window
+	end := int64(math.MinInt64)
+	sh.late = w.AssignUnixNano(m.EventTime.UnixNano(), sh.late[:0])
+	for _, iv := range sh.late {
+		end = max(end, iv.End)
+	}
+	h := make(map[string]string, len(m.Headers)+3)
+	maps.Copy(h, m.Headers)
+	stamp := func(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
+	h[vertex.LateWatermarkHeader] = stamp(sh.wm)
+	h[vertex.LateWindowEndHeader] = stamp(end)
+	h[vertex.LateClosedAtHeader] = stamp(end + int64(w.AllowedLateness))
+	m.Headers = h
+	return m
 }
 
 // writeLate writes the late messages of the chunk to the late stream, or
@@ -286,7 +364,9 @@ func (sh *reduceShard[In, S, Out]) closeUpTo(ctx context.Context, wm int64) erro
 		err = sh.logDurable(ctx)
 	}
 	if err == nil && len(sh.outs) > 0 {
-		err = red.w.Write(ctx, sh.outs, sh.out)
+		if err = red.w.Write(ctx, sh.outs, sh.out); err == nil {
+			red.cfg.Counters.results.Add(int64(len(sh.outs)))
+		}
 	}
 	clear(sh.outs)
 	if err == nil && logged {
@@ -310,7 +390,11 @@ func (sh *reduceShard[In, S, Out]) noteOldest() {
 }
 
 // resultID names a result: vertex, window, keys and, after the first
-// result of a window and key, its index.
+// result of a window and key, its index: "vertex/start-end/key1/key2#i".
+// In a key, '%', '/' and '#' are escaped as %25, %2F and %23, so distinct
+// key lists give distinct IDs ({"a/b"} is "/a%2Fb", {"a","b"} "/a/b"; nil
+// has no key part, {""} an empty one): a sink deduplicating by ID never
+// takes one result for another.
 func resultID(vertexName string, iv vertex.Interval, keys []string, i int) string {
 	b := make([]byte, 0, 64)
 	b = append(b, vertexName...)
@@ -320,13 +404,27 @@ func resultID(vertexName string, iv vertex.Interval, keys []string, i int) strin
 	b = strconv.AppendInt(b, iv.End, 10)
 	for _, k := range keys {
 		b = append(b, '/')
-		b = append(b, k...)
+		b = appendEscapedKey(b, k)
 	}
 	if i > 0 {
 		b = append(b, '#')
 		b = strconv.AppendInt(b, int64(i), 10)
 	}
 	return string(b)
+}
+
+// appendEscapedKey appends k with '%', '/' and '#' percent-escaped.
+func appendEscapedKey(b []byte, k string) []byte {
+	for i := 0; i < len(k); i++ {
+		switch c := k[i]; c {
+		case '%', '/', '#':
+			const hex = "0123456789ABCDEF"
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
 }
 
 // watermark is what the replica publishes: min(reader watermark -

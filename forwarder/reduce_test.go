@@ -36,6 +36,13 @@ type reduceOutcome struct {
 // a late edge. Control messages the replica wrote are split out of the
 // results and the late stream.
 func runReduceOver(t *testing.T, msgs []msg, w vertex.Windowing, withLate bool, end EndKind) reduceOutcome {
+	return runReduceSized(t, msgs, w, withLate, end, 7, 2)
+}
+
+// runReduceSized is runReduceOver with the reduce's read batch size and
+// concurrency (shards) as given.
+func runReduceSized(t *testing.T, msgs []msg, w vertex.Windowing, withLate bool, end EndKind, batch, shards int) reduceOutcome {
+	t.Helper()
 	in := newTopic(t, "in")
 	out, err := memory.NewTopic[result]("out")
 	if err != nil {
@@ -51,12 +58,12 @@ func runReduceOver(t *testing.T, msgs []msg, w vertex.Windowing, withLate bool, 
 			t.Fatal(err)
 		}
 	}
-	c, err := in.PullConsumer("reduce", isb.BatchSize(7), isb.ManualCommit())
+	c, err := in.PullConsumer("reduce", isb.BatchSize(batch), isb.ManualCommit())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	opts, err := vertex.NewConfig(vertex.BatchSize(7), vertex.Concurrency(2))
+	opts, err := vertex.NewConfig(vertex.BatchSize(batch), vertex.Concurrency(shards))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,6 +233,15 @@ func TestRunReduceLateness(t *testing.T) {
 		var lateIDs []string
 		for _, m := range o.late {
 			lateIDs = append(lateIDs, m.ID)
+		}
+		if withLate && len(o.late) > 0 {
+			// What made "closed" late: read at 3s-1ns, its window [0,1s)
+			// closed at 1s + the lateness.
+			stamp := func(d time.Duration) string { return time.Unix(0, int64(d)).UTC().Format(time.RFC3339Nano) }
+			want := map[string]string{vertex.LateWatermarkHeader: stamp(3*s - 1), vertex.LateWindowEndHeader: stamp(s), vertex.LateClosedAtHeader: stamp(2 * s)}
+			if got := o.late[0].Headers; !maps.Equal(got, want) {
+				t.Errorf("headers of the late %s: %v, want %v", o.late[0].ID, got, want)
+			}
 		}
 		switch {
 		case withLate && !slices.Equal(lateIDs, []string{"closed", "boundary", "after"}):

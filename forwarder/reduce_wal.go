@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/keys"
 	"github.com/runnel-dev/runnel/isb/codec"
 	"github.com/runnel-dev/runnel/vertex"
 	"github.com/runnel-dev/runnel/wal"
@@ -70,7 +71,8 @@ func (red *reduceReplica[In, S, Out]) recover() error {
 		if err := log.Codec.Decode(e.Value, &m.Value); err != nil {
 			return fmt.Errorf("reduce WAL replay: partition %d offset %d: value with codec %s: %w", e.Partition, e.Offset, log.Codec.Name(), err)
 		}
-		sh.set.replay(&m, joinKeys(m), e.Windows)
+		sh.key = keys.Append(sh.key[:0], m.Keys)
+		sh.set.replay(&m, sh.key, e.Windows)
 		for _, w := range e.Windows {
 			maxID = max(maxID, w.Session)
 		}

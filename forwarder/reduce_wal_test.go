@@ -27,6 +27,12 @@ func runLogged(t *testing.T, dir string, msgs []msg, w vertex.Windowing, end End
 // runLoggedWith is runLogged with any reducer.
 func runLoggedWith[S, Out any](t *testing.T, dir string, msgs []msg, w vertex.Windowing, end EndKind, red Reducer[int, S, Out]) []vertex.Message[vertex.Windowed[Out]] {
 	t.Helper()
+	return runLoggedSized(t, dir, msgs, w, end, red, 7)
+}
+
+// runLoggedSized is runLoggedWith with the reduce's read batch size.
+func runLoggedSized[S, Out any](t *testing.T, dir string, msgs []msg, w vertex.Windowing, end EndKind, red Reducer[int, S, Out], batch int) []vertex.Message[vertex.Windowed[Out]] {
+	t.Helper()
 	in := newTopic(t, "in")
 	if _, err := in.Producer(nil).ProduceTo(context.Background(), 0, msgs); err != nil {
 		t.Fatal(err)
@@ -39,7 +45,7 @@ func runLoggedWith[S, Out any](t *testing.T, dir string, msgs []msg, w vertex.Wi
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = out.Close() })
-	c, err := in.PullConsumer("reduce", isb.BatchSize(7), isb.ManualCommit())
+	c, err := in.PullConsumer("reduce", isb.BatchSize(batch), isb.ManualCommit())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +59,7 @@ func runLoggedWith[S, Out any](t *testing.T, dir string, msgs []msg, w vertex.Wi
 			t.Error(err)
 		}
 	}()
-	opts, err := vertex.NewConfig(vertex.BatchSize(7), vertex.Concurrency(3))
+	opts, err := vertex.NewConfig(vertex.BatchSize(batch), vertex.Concurrency(3))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,10 +29,15 @@ type pane[S any] struct {
 
 // windowSet is the open windows of one shard of a reduce replica.
 type windowSet[In, S any] interface {
-	// add adds m, whose routing key is key, to every window of m that is
-	// open at watermark wm, and reports false when there is none: every
-	// window of m is closed, m is late and was not added.
-	add(m *vertex.Message[In], key string, wm int64) bool
+	// add adds m, whose keys encode as key (internal/keys: distinct key
+	// lists, distinct keys; key is only read during the call), to every
+	// window of m that is open at watermark wm, and reports false when
+	// there is none: every window of m is closed, m is late and was not
+	// added. No window closed at wm ever takes m: a fixed or sliding window
+	// closed at wm is skipped, a session closed at wm is neither merged nor
+	// extended (the reduce closes them before it adds a message whose
+	// watermark closes them, so the set holds none then).
+	add(m *vertex.Message[In], key []byte, wm int64) bool
 	// closeUpTo removes every window closed at wm (end + lateness <= wm),
 	// in ascending end order, calling emit with each key's pane.
 	closeUpTo(wm int64, emit func(iv vertex.Interval, p *pane[S]) error) error
@@ -46,7 +51,7 @@ type windowSet[In, S any] interface {
 	// replay adds m, whose routing key is key, to exactly the windows ws a
 	// WAL entry logged it under (never late: the log holds open windows
 	// only), merging sessions as add does.
-	replay(m *vertex.Message[In], key string, ws []wal.Window)
+	replay(m *vertex.Message[In], key []byte, ws []wal.Window)
 }
 
 // closedWindows appends to dst the WAL names of the window iv of pane p,
@@ -100,7 +105,7 @@ type windowGroup[S any] struct {
 	keys map[string]*pane[S]
 }
 
-func (s *alignedSet[In, S]) add(m *vertex.Message[In], key string, wm int64) bool {
+func (s *alignedSet[In, S]) add(m *vertex.Message[In], key []byte, wm int64) bool {
 	s.scratch = s.w.AssignUnixNano(m.EventTime.UnixNano(), s.scratch[:0])
 	s.hit = s.hit[:0]
 	for _, iv := range s.scratch {
@@ -114,7 +119,7 @@ func (s *alignedSet[In, S]) add(m *vertex.Message[In], key string, wm int64) boo
 }
 
 // addTo adds m to window iv of key.
-func (s *alignedSet[In, S]) addTo(iv vertex.Interval, m *vertex.Message[In], key string) {
+func (s *alignedSet[In, S]) addTo(iv vertex.Interval, m *vertex.Message[In], key []byte) {
 	g := s.last
 	if g == nil || g.iv != iv {
 		g = s.groups[iv]
@@ -125,10 +130,10 @@ func (s *alignedSet[In, S]) addTo(iv vertex.Interval, m *vertex.Message[In], key
 		}
 		s.last = g
 	}
-	p := g.keys[key]
+	p := g.keys[string(key)] // no copy of key to look it up
 	if p == nil {
 		p = &pane[S]{keys: m.Keys, state: s.ops.create()}
-		g.keys[key] = p
+		g.keys[string(key)] = p
 		s.panes++
 	}
 	p.state = s.ops.add(p.state, *m)
@@ -141,7 +146,7 @@ func (s *alignedSet[In, S]) added(dst []wal.Window) []wal.Window {
 	return dst
 }
 
-func (s *alignedSet[In, S]) replay(m *vertex.Message[In], key string, ws []wal.Window) {
+func (s *alignedSet[In, S]) replay(m *vertex.Message[In], key []byte, ws []wal.Window) {
 	for _, w := range ws {
 		s.addTo(vertex.Interval{Start: w.Start.UnixNano(), End: w.End.UnixNano()}, m, key)
 	}
@@ -224,7 +229,7 @@ type sessionEntry[S any] struct {
 
 func (e sessionEntry[S]) stale() bool { return e.s.gone || e.s.iv.End != e.end }
 
-func (s *sessionSet[In, S]) add(m *vertex.Message[In], key string, wm int64) bool {
+func (s *sessionSet[In, S]) add(m *vertex.Message[In], key []byte, wm int64) bool {
 	return s.addLogged(m, key, wm, 0)
 }
 
@@ -236,20 +241,30 @@ func (s *sessionSet[In, S]) added(dst []wal.Window) []wal.Window {
 // replay adds m as add does, at no watermark (the log holds open sessions
 // only), to a session that takes the logged id: merges rebuild the session
 // of every id, so closing it closes them all.
-func (s *sessionSet[In, S]) replay(m *vertex.Message[In], key string, ws []wal.Window) {
+func (s *sessionSet[In, S]) replay(m *vertex.Message[In], key []byte, ws []wal.Window) {
 	s.addLogged(m, key, math.MinInt64, ws[0].Session)
 }
 
 // addLogged is add; a new session takes the id id (0: a new one), and a
 // message that joins a session under another id adds it to the session's.
-func (s *sessionSet[In, S]) addLogged(m *vertex.Message[In], key string, wm int64, id uint64) bool {
+func (s *sessionSet[In, S]) addLogged(m *vertex.Message[In], key []byte, wm int64, id uint64) bool {
 	t := m.EventTime.UnixNano()
 	iv := vertex.Interval{Start: t, End: t + int64(s.w.Gap)}
-	list := s.byKey[key]
-	// The sessions the proto-session overlaps or touches (Flink's
-	// TimeWindow.intersects): a contiguous run of the sorted list.
+	list := s.byKey[string(key)]
+	// The open sessions the proto-session overlaps or touches (Flink's
+	// TimeWindow.intersects): a contiguous run of the sorted list. A
+	// session closed at wm is emitted as it is, never merged: its results
+	// are due, and m, read at wm, came after they were. The closed sessions
+	// of a key are a prefix of its list (disjoint sessions sorted by start
+	// are sorted by end too), so skipping them keeps the run contiguous,
+	// and a proto-session that is itself open starts after any closed one
+	// it overlaps (its end is above the closed one's, and a session is at
+	// least a gap long), so the list stays sorted by start and by end.
 	lo, hi := len(list), len(list)
 	for i, o := range list {
+		if s.w.ClosedAt(o.iv.End, wm) {
+			continue
+		}
 		if o.iv.Start <= iv.End && iv.Start <= o.iv.End {
 			if lo == len(list) {
 				lo = i
@@ -269,7 +284,7 @@ func (s *sessionSet[In, S]) addLogged(m *vertex.Message[In], key string, wm int6
 		if id == 0 {
 			id = s.newID()
 		}
-		ns := &session[S]{iv: iv, key: key, pane: pane[S]{keys: m.Keys, state: s.ops.create(), ids: []uint64{id}}}
+		ns := &session[S]{iv: iv, key: string(key), pane: pane[S]{keys: m.Keys, state: s.ops.create(), ids: []uint64{id}}}
 		ns.state = s.ops.add(ns.state, *m)
 		s.hit = ns
 		at := len(list)
@@ -279,7 +294,7 @@ func (s *sessionSet[In, S]) addLogged(m *vertex.Message[In], key string, wm int6
 				break
 			}
 		}
-		s.byKey[key] = insertAt(list, at, ns)
+		s.byKey[ns.key] = insertAt(list, at, ns)
 		s.panes++
 		heap.Push(&s.ends, sessionEntry[S]{end: iv.End, s: ns})
 		return true
@@ -305,7 +320,7 @@ func (s *sessionSet[In, S]) addLogged(m *vertex.Message[In], key string, wm int6
 		heap.Push(&s.ends, sessionEntry[S]{end: end, s: keep})
 	}
 	if hi-lo > 1 {
-		s.byKey[key] = append(list[:lo+1], list[hi:]...)
+		s.byKey[keep.key] = append(list[:lo+1], list[hi:]...)
 		clear(list[len(list)-(hi-lo-1):])
 	}
 	return true

@@ -3,7 +3,6 @@ package forwarder
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -83,19 +82,16 @@ func NewWriter[T any](edges []Edge[T], counters *Counters, pub WatermarkPublishe
 		ew.prod = e.Topic.Producer(nil)
 		ew.parts = e.Topic.Partitions()
 		if e.ByKey && ew.parts > 1 {
-			ew.byKey = e.Topic.Producer(isb.ByString(joinKeys[T]))
+			ew.byKey = e.Topic.Producer(isb.ByKeys(keysOf[T]))
 		}
 	}
 	return w
 }
 
-// joinKeys is the routing key of a message: its keys joined.
-func joinKeys[T any](m vertex.Message[T]) string {
-	if len(m.Keys) == 1 {
-		return m.Keys[0]
-	}
-	return strings.Join(m.Keys, "\x00")
-}
+// keysOf is the routing key of a message: its key list, which isb.ByKeys
+// hashes in the unambiguous encoding of internal/keys (the one the reduce
+// groups windows by), with no seed.
+func keysOf[T any](m vertex.Message[T]) []string { return m.Keys }
 
 // Write writes msgs to every edge whose condition their tags satisfy and
 // returns when all are written (or discarded by a DiscardLatest edge). A

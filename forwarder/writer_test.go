@@ -273,7 +273,7 @@ func splitEnd(t *testing.T, ms []msg) (data []msg, end endMsg) {
 // dropped, and the publisher learns only what was kept.
 func TestWriterKeyedPublishesPerPartition(t *testing.T) {
 	keyed := newTopic(t, "keyed", isb.Partitions(2), isb.Capacity(5))
-	route := isb.ByString(joinKeys[int])
+	route := isb.ByKeys(keysOf[int])
 	c, pub := &Counters{}, &fakePublisher{}
 	w := NewWriter([]Edge[int]{{To: "keyed", Topic: keyed, ByKey: true, Full: vertex.DiscardLatest}}, c, pub, func() time.Time { return time.Unix(7, 0) })
 	var in []msg

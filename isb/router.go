@@ -3,6 +3,8 @@ package isb
 import (
 	"fmt"
 	"math"
+
+	"github.com/runnel-dev/runnel/internal/keys"
 )
 
 // Router picks the partition of each item. The zero Router (nil) is
@@ -100,22 +102,23 @@ func ByString[T any](key func(T) string) Router[T] { return byString[T]{key} }
 type byString[T any] struct{ key func(T) string }
 
 func (r byString[T]) Route(item T, n int, _ uint64) (int, error) {
-	return int(fnv1a64(r.key(item)) % uint64(n)), nil
+	return int(keys.String(r.key(item)) % uint64(n)), nil
 }
 
-// fnv1a64 is FNV-1a, 64 bits, written out so hashing a string neither
-// allocates nor depends on an interface.
-func fnv1a64(s string) uint64 {
-	const (
-		offset64 = 14695981039346656037
-		prime64  = 1099511628211
-	)
-	h := uint64(offset64)
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= prime64
-	}
-	return h
+// ByKeys routes by a stable hash of a list of string keys (the keys of a
+// pipeline message): the same list goes to the same partition across
+// restarts and releases, and lists that a separator would join into one
+// string ({"a","b"} and {"a\x00b"}, nil and {""}) are hashed apart.
+//
+// The mapping is a fixed format, never to change: the partition is the
+// 64-bit FNV-1a hash of the length-prefixed encoding of the list (each
+// key's length as an unsigned varint, then its bytes), modulo n.
+func ByKeys[T any](list func(T) []string) Router[T] { return byKeys[T]{list} }
+
+type byKeys[T any] struct{ list func(T) []string }
+
+func (r byKeys[T]) Route(item T, n int, _ uint64) (int, error) {
+	return int(keys.Hash(r.list(item)) % uint64(n)), nil
 }
 
 // BySelector routes with a user function; a result outside [0, n) is an

@@ -59,6 +59,32 @@ func TestByStringIsFNV1a(t *testing.T) {
 	}
 }
 
+// TestByKeysPinned pins the key-list routing format, as TestByStringPinned
+// does for strings; lists a separator would join into one string route
+// apart ({"a","b"} and {"a\x00b"}, nil and {""}).
+func TestByKeysPinned(t *testing.T) {
+	ns := [4]int{1, 3, 8, 16}
+	for _, c := range []struct {
+		keys []string
+		want [4]int // for n = 1, 3, 8, 16
+	}{
+		{nil, [4]int{0, 2, 5, 5}},
+		{[]string{""}, [4]int{0, 0, 7, 15}},
+		{[]string{"a"}, [4]int{0, 1, 7, 7}},
+		{[]string{"a", "b"}, [4]int{0, 0, 0, 0}},
+		{[]string{"a\x00b"}, [4]int{0, 1, 3, 11}},
+		{[]string{"user:42", "eu"}, [4]int{0, 1, 1, 9}},
+	} {
+		r := isb.ByKeys(func(k []string) []string { return k })
+		for i, n := range ns {
+			got, err := r.Route(c.keys, n, 0)
+			if err != nil || got != c.want[i] {
+				t.Errorf("ByKeys(%q) with %d partitions = %d, %v; want %d", c.keys, n, got, err, c.want[i])
+			}
+		}
+	}
+}
+
 // bigPartition is the reference of ByNumber: ((k-1) mod n + n) mod n in
 // arbitrary precision.
 func bigPartition(k *big.Int, n int) int {

@@ -35,8 +35,8 @@ func Source[T any](p *Pipeline, name string, src vertex.Source[T], opts ...verte
 }
 
 // Map adds a vertex calling fn on the value of every message of in; the
-// output keeps the input's ID, keys, tags and event time. Use FlatMap to
-// set tags or keys, emit several outputs or drop.
+// output keeps the input's ID, keys, tags and event time. Use KeyBy to set
+// keys from the values, FlatMap to set tags, emit several outputs or drop.
 func Map[In, Out any](p *Pipeline, name string, in Stream[In], fn func(ctx context.Context, v In) (Out, error), opts ...vertex.Option) Stream[Out] {
 	var f forwarder.AppendFunc[In, Out]
 	if fn != nil {
@@ -61,6 +61,24 @@ func addMap[In, Out any](p *Pipeline, name string, in Stream[In], fn forwarder.A
 		return forwarder.RunMap(rt.hard, rt.hard, rt.replicaConfig(n, r), readerInput[In](n, r), edgesFor[Out](n), fn)
 	}
 	return streamOf[Out](p, n)
+}
+
+// KeyBy adds a vertex setting the keys of every message of in to
+// keys(value), keeping its value, ID, event time, tags and headers: the one
+// call that keys a stream for a Reduce (which groups and routes by keys),
+// where a FlatMap would have to Derive each message and replace its Keys.
+// The slice keys returns becomes the message's: it must not be changed
+// afterwards. To key a source's records, a source may set keys itself
+// (vertex.FromTopic's WithKeys) and save the vertex.
+func KeyBy[T any](p *Pipeline, name string, in Stream[T], keys func(v T) []string, opts ...vertex.Option) Stream[T] {
+	var f forwarder.AppendFunc[T, T]
+	if keys != nil {
+		f = func(_ context.Context, m vertex.Message[T], outs []vertex.Message[T]) ([]vertex.Message[T], error) {
+			m.Keys = keys(m.Value)
+			return append(outs, m), nil
+		}
+	}
+	return addMap(p, name, in, f, opts)
 }
 
 // MapStream adds a vertex whose function emits outputs as it produces them.

@@ -4,7 +4,8 @@
 //
 // Vertices are added with generic functions, since methods cannot have type
 // parameters: [Source] yields a [Stream], [Map], [FlatMap], [MapStream] and
-// [BatchMap] turn a Stream[In] into a Stream[Out], [Reduce] and
+// [BatchMap] turn a Stream[In] into a Stream[Out], [KeyBy] sets the keys
+// of a Stream[T] from its values, [Reduce] and
 // [ReduceStream] group a Stream[In] by key into event-time windows and
 // return the Stream of window results beside the late-data Stream[In],
 // [Sink] ends one. A

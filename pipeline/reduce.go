@@ -15,8 +15,17 @@ import (
 // returns the results (one per window and key, with event time end - 1ms
 // and the window's keys) and the late-data stream: the messages whose
 // windows were all closed when they arrived (watermark >= end + allowed
-// lateness). Leave the late stream unconnected to drop late messages (they
-// are counted in Stats as Late and Dropped).
+// lateness), each with headers saying what made it late (the watermark it
+// was read with, its window's end and close: vertex.LateWatermarkHeader and
+// the two after it). Leave the late stream unconnected to drop late
+// messages (they are counted in Stats as Late and Dropped). Stats count
+// the vertex's results as Results, its late messages as Late.
+//
+// A message is judged late against the watermark it is read with, so a
+// replay at full speed may find fewer messages late than the same data
+// arriving in real time (see vertex.Windowing). Keys group exactly: the key
+// lists {"a","b"} and {"a\x00b"}, nil and {""}, are different keys, each
+// routed by a fixed hash of its length-prefixed encoding (isb.ByKeys).
 //
 // Edges into a reduce vertex route by the messages' keys, so a key always
 // reaches the same partition and replica; messages without keys all go to

@@ -49,6 +49,12 @@ type GeneratorSource[T any] struct {
 	keys   [][]string // keys[i%n], shared by the messages of one key
 	next   atomic.Int64
 	start  atomic.Int64 // unix nanoseconds of the first Read, for the rate
+	// base is the first message of this run (Resume's position): the rate
+	// counts from it, so a resumed run is not held back for as long as the
+	// earlier runs lasted.
+	base int64
+	// clock is time.Now, or a test's clock.
+	clock func() time.Time
 	// resume is set by Resume (durable storage), before the first Read.
 	resume *genResume
 }
@@ -127,6 +133,9 @@ func (g *GeneratorSource[T]) ReadInto(ctx context.Context, buf []Message[T]) (in
 // to wait for the rate, or wait < 0 when the count is used up.
 func (g *GeneratorSource[T]) reserve(maxN int) (first int64, n int, wait time.Duration) {
 	now := time.Now().UnixNano()
+	if g.clock != nil {
+		now = g.clock().UnixNano()
+	}
 	g.start.CompareAndSwap(0, now)
 	for {
 		cur := g.next.Load()
@@ -138,13 +147,13 @@ func (g *GeneratorSource[T]) reserve(maxN int) (first int64, n int, wait time.Du
 			limit = g.cfg.count
 		}
 		if g.cfg.rate > 0 {
-			// Message i is due at start + i/rate; one is due at once.
-			due := int64(float64(now-g.start.Load())/1e9*g.cfg.rate) + 1
+			// Message i is due at start + (i-base)/rate; one is due at once.
+			due := g.base + int64(float64(now-g.start.Load())/1e9*g.cfg.rate) + 1
 			if due <= cur {
 				// Computed from now rather than as an absolute time: start
 				// plus a slow rate's interval would overflow int64. Validate
 				// keeps one interval, the longest wait, within a Duration.
-				wait := float64(cur)/g.cfg.rate*1e9 - float64(now-g.start.Load())
+				wait := float64(cur-g.base)/g.cfg.rate*1e9 - float64(now-g.start.Load())
 				return 0, 0, time.Duration(min(max(wait, float64(time.Microsecond)), maxWait))
 			}
 			limit = min(limit, due)

@@ -30,7 +30,8 @@ type genResume struct {
 // the first message not yet acknowledged (at most every 20ms, and at
 // Close), and starts there on the next run. Messages acknowledged out of
 // order above a gap are generated again after a crash: at least once.
-// Count still counts from message 0.
+// Count still counts from message 0; Rate counts from the resumed
+// position, so a resumed run starts at once.
 func (g *GeneratorSource[T]) Resume(store StateStore) error {
 	state, ok, err := store.Load()
 	if err != nil {
@@ -46,6 +47,7 @@ func (g *GeneratorSource[T]) Resume(store StateStore) error {
 		}
 	}
 	g.next.Store(pos)
+	g.base = pos // the rate counts this run's messages, from its first Read
 	g.resume = &genResume{store: store, acked: pos, saved: pos, above: map[int64]int64{}, lastSave: time.Now()}
 	return nil
 }

@@ -68,3 +68,19 @@ func (m *Message[T]) HasTag(tag string) bool {
 	}
 	return false
 }
+
+// The headers of a message a reduce vertex sends to its late stream: what
+// made it late, so that it can be audited. Each value is an instant in
+// RFC 3339 with nanoseconds, UTC; they are set on a copy of the message's
+// headers, which are kept.
+const (
+	// LateWatermarkHeader is the watermark the message was judged against:
+	// the vertex watermark when it was read (see [Windowing]).
+	LateWatermarkHeader = "runnel/late-watermark"
+	// LateWindowEndHeader is the end of the latest window the message
+	// belongs to (for a session, of its own [t, t+gap)).
+	LateWindowEndHeader = "runnel/late-window-end"
+	// LateClosedAtHeader is when that window closed: its end plus the
+	// allowed lateness, at or below the watermark.
+	LateClosedAtHeader = "runnel/late-closed-at"
+)

@@ -44,6 +44,10 @@ type TopicSource[T any] struct {
 	group  string
 	cfg    topicSourceConfig
 	optErr error // a nil option, reported by Validate
+	// eventTime and keys, when set (WithEventTime, WithKeys), give each
+	// message its event time and keys from its item.
+	eventTime func(T) time.Time
+	keys      func(T) []string
 
 	// mu is held for every use of c, which one goroutine at a time may
 	// use, and guards the fields after it.
@@ -72,8 +76,12 @@ type span struct {
 // and reads again what was delivered and not acknowledged.
 //
 // Message i of partition p gets the ID "p-i" (the same when read again
-// after a restart), the item as its value and the time it is read as its
-// event time. Replicas of the source share one consumer; the topic is the
+// after a restart) and the item as its value. Its event time is what
+// WithEventTime extracts from the item, or else the time it is read; its
+// keys are what WithKeys extracts, or else none. Give both for timestamped,
+// keyed records: with the read time as event time, a topic read again
+// after a restart or replayed faster than it was written is windowed by
+// when it was read, not by when its events happened. Replicas of the source share one consumer; the topic is the
 // caller's, and Close (which the pipeline calls) closes only the consumer.
 // Each batch comes from one partition, and the source is a
 // [PartitionedSource]: its watermark is kept per partition, the lowest
@@ -85,6 +93,29 @@ func FromTopic[T any](topic *isb.Topic[T], group string, opts ...TopicSourceOpti
 	s := &TopicSource[T]{topic: topic, group: group, cfg: topicSourceConfig{poll: 100 * time.Millisecond}, spans: map[int][]span{}}
 	// A nil option is reported by Validate, like every bad option.
 	s.optErr = isb.ApplyOptions(&s.cfg, "vertex.TopicSourceOption", opts)
+	return s
+}
+
+// WithEventTime makes the event time of each message f(item), for a topic
+// whose items carry their own time (a zero time falls back to the read
+// time). It returns s, to be chained after FromTopic:
+//
+//	src := vertex.FromTopic(topic, "views").WithEventTime(View.Time).WithKeys(View.PageKey)
+//
+// It is a method rather than a TopicSourceOption because it is typed by
+// the topic's item: the compiler checks f against the topic, as it checks
+// the types of connected vertices. Call it before the pipeline runs.
+func (s *TopicSource[T]) WithEventTime(f func(item T) time.Time) *TopicSource[T] {
+	s.eventTime = f
+	return s
+}
+
+// WithKeys makes the keys of each message f(item), so that a reduce
+// downstream groups by them without a FlatMap to set them (the slice is
+// the message's: f must not change it afterwards). It returns s, like
+// WithEventTime.
+func (s *TopicSource[T]) WithKeys(f func(item T) []string) *TopicSource[T] {
+	s.keys = f
 	return s
 }
 
@@ -153,7 +184,16 @@ func (s *TopicSource[T]) pull(ctx context.Context) error {
 	prefix := strconv.Itoa(b.Partition) + "-"
 	now := time.Now()
 	for i, v := range b.Items {
-		msgs[i] = Message[T]{ID: prefix + strconv.FormatInt(b.Offset+int64(i), 10), EventTime: now, Value: v}
+		m := Message[T]{ID: prefix + strconv.FormatInt(b.Offset+int64(i), 10), EventTime: now, Value: v}
+		if s.eventTime != nil {
+			if et := s.eventTime(v); !et.IsZero() {
+				m.EventTime = et
+			}
+		}
+		if s.keys != nil {
+			m.Keys = s.keys(v)
+		}
+		msgs[i] = m
 	}
 	s.left, s.leftPart, s.leftAt = msgs, b.Partition, b.Offset
 	return nil

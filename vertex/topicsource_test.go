@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/isb/memory"
@@ -175,4 +176,46 @@ func mustMemory[T any](t *testing.T) isb.Backend[T] {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// view is a timestamped, keyed record as a user keeps it in a topic.
+type view struct {
+	Page string
+	At   time.Time
+}
+
+// WithEventTime and WithKeys give each message the time and keys of its
+// item; an item with a zero time gets the read time, as before.
+func TestTopicSourceEventTimeAndKeys(t *testing.T) {
+	ctx := context.Background()
+	topic, err := memory.NewTopic[view]("views")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer topic.Close()
+	at := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	items := []view{{"home", at}, {"cart", at.Add(time.Minute)}, {"home", time.Time{}}}
+	if err := topic.Producer(nil).ProduceBatch(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	src := vertex.FromTopic(topic, "g", vertex.EndWhenEmpty()).
+		WithEventTime(func(v view) time.Time { return v.At }).
+		WithKeys(func(v view) []string { return []string{v.Page} })
+	defer src.Close()
+	before := time.Now()
+	msgs, err := src.Read(ctx, 10)
+	if err != nil || len(msgs) != 3 {
+		t.Fatalf("Read: %d messages, %v", len(msgs), err)
+	}
+	for i, m := range msgs {
+		if len(m.Keys) != 1 || m.Keys[0] != items[i].Page {
+			t.Errorf("message %s: keys %q, want [%s]", m.ID, m.Keys, items[i].Page)
+		}
+	}
+	if !msgs[0].EventTime.Equal(at) || !msgs[1].EventTime.Equal(at.Add(time.Minute)) {
+		t.Errorf("event times %v, %v; want the items' %v, %v", msgs[0].EventTime, msgs[1].EventTime, at, at.Add(time.Minute))
+	}
+	if et := msgs[2].EventTime; et.Before(before) {
+		t.Errorf("an item without a time got event time %v, want the read time (after %v)", et, before)
+	}
 }

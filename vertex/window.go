@@ -70,6 +70,18 @@ func (iv Interval) Window() Window {
 // message for a window that is closed (watermark >= End + AllowedLateness)
 // is late. A message inside the lateness (watermark past End, below End +
 // AllowedLateness) is still added to its window.
+//
+// Lateness is judged against the watermark a message is read with (its
+// Message.Watermark), not against when its event happened or when it was
+// written: the windows that watermark closes are closed before the message
+// is added, and it never joins one of them (a session closed at it is not
+// merged either). So the same input gives the same results however it is
+// batched, but how fast it is read matters: records replayed at full speed
+// are read while the watermark is still behind them, and fewer of them are
+// late than when they arrived in real time (tried: 2 of 15 events three
+// minutes late were late at 324K events/s, 15 of 15 at 40K/s). Late
+// messages reach the late stream with headers saying what made them late
+// ([LateWatermarkHeader], [LateWindowEndHeader], [LateClosedAtHeader]).
 type Windowing struct {
 	Kind            WindowKind
 	Length          time.Duration // fixed and sliding: the window length
