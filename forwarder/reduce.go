@@ -104,7 +104,11 @@ func RunReduce[In, S, Out any](hard, stop context.Context, cfg Config, in Input[
 	red := &reduceReplica[In, S, Out]{cfg: cfg, spec: spec, lateness: int64(spec.Window.AllowedLateness)}
 	// Session ids start at the clock, so that a restart never reuses the id
 	// of a session closed (and compacted away) before it.
-	red.nextID.Store(uint64(time.Now().UnixNano()))
+	red.ids = &red.ownIDs
+	red.ownIDs.Store(uint64(time.Now().UnixNano()))
+	if spec.Log != nil && spec.Log.SessionIDs != nil {
+		red.ids = spec.Log.SessionIDs // the vertex's, set by the caller
+	}
 	workers := cfg.Options.Concurrency
 	red.shards = make([]*reduceShard[In, S, Out], workers)
 	for i := range red.shards {
@@ -113,7 +117,7 @@ func RunReduce[In, S, Out any](hard, stop context.Context, cfg Config, in Input[
 		red.shards[i].oldest.Store(math.MaxInt64)
 	}
 	if spec.Log != nil {
-		if err := red.recover(); err != nil {
+		if err := red.recover(in.Consumer.Assigned()); err != nil {
 			return asProcessError(cfg, err)
 		}
 	}
@@ -146,12 +150,14 @@ type reduceReplica[In, S, Out any] struct {
 	r        *reader[In]
 	w        *Writer[vertex.Windowed[Out]]
 	late     *Writer[In]
-	nextID   atomic.Uint64   // the last session id given out
+	ids      *atomic.Uint64 // the last session id given out: ownIDs, or the vertex's (ReduceLog.SessionIDs)
+	ownIDs   atomic.Uint64
 	logged   map[int32]int64 // with a log: the highest offset logged per partition before this run
+	logs     *replicaLogs    // with a log: one per partition read (reduce_wal.go)
 }
 
 // newSessionID returns a new session id for the WAL.
-func (red *reduceReplica[In, S, Out]) newSessionID() uint64 { return red.nextID.Add(1) }
+func (red *reduceReplica[In, S, Out]) newSessionID() uint64 { return red.ids.Add(1) }
 
 // reduceShard owns the windows of the keys its worker is given.
 type reduceShard[In, S, Out any] struct {
@@ -174,9 +180,6 @@ type reduceShard[In, S, Out any] struct {
 	vals    []byte
 	wins    []wal.Window
 	gcs     []wal.Window
-	// pending is the last append handed to the log, maybe not yet durable:
-	// results are written only once it is (see closeUpTo).
-	pending *wal.Pending
 }
 
 // handle adds a chunk's messages to the shard's windows, sends the late
@@ -200,7 +203,7 @@ func (sh *reduceShard[In, S, Out]) handle(ctx context.Context, chunk []inflight[
 		if !m.Watermark.IsZero() {
 			sh.wm = max(sh.wm, m.Watermark.UnixNano())
 		}
-		if !sh.set.add(m, joinKeys(*m), sh.wm) {
+		if !sh.set.add(m, joinKeys(*m), red.lateAt(it.partition, sh.wm)) {
 			sh.lates = append(sh.lates, *m)
 			continue
 		}
@@ -388,7 +391,7 @@ func (sh *reduceShard[In, S, Out]) raise(ctx context.Context, wm int64) error {
 // so the results are written before the replica ends its output.
 func (red *reduceReplica[In, S, Out]) end(ctx context.Context, kind EndKind) error {
 	if kind == Stopped && red.spec.Log != nil {
-		return nil // the log keeps the open windows for the next run
+		return red.closeOutOnStop(ctx) // the log keeps the open windows, unless EmitOnStop
 	}
 	for _, sh := range red.shards {
 		if err := sh.raise(ctx, watermark.Max.UnixNano()); err != nil {
