@@ -10,6 +10,7 @@ import (
 	"github.com/runnel-dev/runnel/isb/codec"
 	"github.com/runnel-dev/runnel/vertex"
 	"github.com/runnel-dev/runnel/wal"
+	"github.com/runnel-dev/runnel/watermark"
 )
 
 // ReduceLog is the write-ahead log of one reduce replica on durable
@@ -347,7 +348,7 @@ func (red *reduceReplica[In, S, Out]) closeOutOnStop(ctx context.Context) error 
 	for _, sh := range red.shards {
 		sh.mu.Lock()
 		ls.closingOut, ls.closeOutAt = true, sh.wm
-		err := sh.closeUpTo(ctx, math.MaxInt64)
+		err := sh.closeUpTo(ctx, watermark.Max.UnixNano())
 		ls.closingOut = false
 		sh.mu.Unlock()
 		if err != nil {

@@ -221,10 +221,19 @@ func (rl *reduceLogs) open(rt *runtime, p *Pipeline, n *node, w vertex.Windowing
 	if err := checkLayout(dir, parts, w, log); err != nil {
 		return err
 	}
-	logs := make([]*wal.WAL, parts)
+	// Every missing log first: a refusal opens (and creates) nothing.
 	var errs []error
 	for part := range parts {
-		l, err := openPartitionLog(dir, part, parts, w, n, log)
+		if err := checkLogExists(partitionDir(dir, part), part, n); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	logs := make([]*wal.WAL, parts)
+	for part := range parts {
+		l, err := openPartitionLog(dir, part, parts, w, log)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -244,14 +253,15 @@ func (rl *reduceLogs) open(rt *runtime, p *Pipeline, n *node, w vertex.Windowing
 	return nil
 }
 
+func partitionDir(dir string, part int) string {
+	return filepath.Join(dir, walPartitionPrefix+strconv.Itoa(part))
+}
+
 // openPartitionLog opens partition part's log and checks it against the
-// vertex and its input's commits.
-func openPartitionLog(dir string, part, parts int, w vertex.Windowing, n *node, log *zap.Logger) (*wal.WAL, error) {
-	pdir := filepath.Join(dir, walPartitionPrefix+strconv.Itoa(part))
+// vertex.
+func openPartitionLog(dir string, part, parts int, w vertex.Windowing, log *zap.Logger) (*wal.WAL, error) {
+	pdir := partitionDir(dir, part)
 	asked := partitionMeta(w, part, parts)
-	if err := checkLogExists(pdir, part, n); err != nil {
-		return nil, err
-	}
 	l, err := wal.Open(pdir, wal.Metadata(asked))
 	if err != nil {
 		return nil, fmt.Errorf("reduce WAL of partition %d: %w", part, err)

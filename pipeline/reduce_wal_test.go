@@ -228,13 +228,18 @@ func TestReduceMissingWALIsRefused(t *testing.T) {
 			if err := (walRun{replicas: 2, window: w, stopAt: walN / 2}).run(t, dir, got); err != nil {
 				t.Fatal(err)
 			}
-			tt.remove(t, filepath.Join(dir, "rw.wal", "sum"))
+			vdir := filepath.Join(dir, "rw.wal", "sum")
+			tt.remove(t, vdir)
+			before := listTree(t, vdir)
 			for range 2 { // a refusal changes nothing: refused again
 				err := (walRun{replicas: 2, window: w, stopAt: -1}).run(t, dir, got)
 				if !errors.Is(err, tt.want) {
 					t.Fatalf("restart without the WAL: %v (results: %v), want %v", err, got, tt.want)
 				}
 				t.Log(err)
+				if after := listTree(t, vdir); !slices.Equal(after, before) {
+					t.Fatalf("a refused run changed the WAL directory: %v -> %v", before, after)
+				}
 			}
 			if len(got) != 0 {
 				t.Fatalf("refused runs emitted %d results", len(got))
@@ -345,4 +350,17 @@ func TestReduceWALLayoutRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	compareResults(t, got, oracle(time.Second))
+}
+
+// listTree lists the paths under dir (none when it does not exist).
+func listTree(t *testing.T, dir string) []string {
+	t.Helper()
+	var paths []string
+	filepath.WalkDir(dir, func(path string, _ os.DirEntry, err error) error {
+		if err == nil && path != dir {
+			paths = append(paths, path)
+		}
+		return nil
+	})
+	return paths
 }
