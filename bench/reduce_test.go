@@ -44,11 +44,17 @@ func BenchmarkReduce(b *testing.B) {
 	b.Run("map-durable-interval", func(b *testing.B) {
 		benchKeyedMap(b, pipeline.WithStorage(pipeline.MMap(b.TempDir(), mmap.Flush(mmap.Interval(pipeline.DefaultCommitInterval)))))
 	})
-	b.Run("reduce", func(b *testing.B) { benchReduce(b) })
+	b.Run("reduce", func(b *testing.B) { benchReduce(b, nil) })
 	// The same reduce on durable storage: mmap buffers and the reduce WAL
 	// (each message appended, group-committed with one fsync, before it is
 	// acked; see forwarder.ReduceLog).
 	b.Run("reduce-durable", func(b *testing.B) { benchReduce(b, pipeline.WithDataDir(b.TempDir())) })
+	// One replica reading 4 partitions: one WAL on a log per replica, four
+	// on a log per partition (the layout's worst case: 4 fsyncs per group
+	// commit instead of 1).
+	b.Run("reduce-durable-4-partitions", func(b *testing.B) {
+		benchReduce(b, pipeline.WithDataDir(b.TempDir()), vertex.Partitions(4))
+	})
 	// The same with the buffers flushed every commit interval instead of
 	// at once (mmap.Interval): the serial source's Immediate flush is no
 	// longer the bound, what is left is the reduce and its WAL.
@@ -123,10 +129,14 @@ func benchKeyedMap(b *testing.B, opts ...pipeline.Option) {
 
 // benchReduce runs keyed generator -> fixed-window count -> sink on b.N
 // messages and checks the counts add up to b.N.
-func benchReduce(b *testing.B, opts ...pipeline.Option) {
+func benchReduce(b *testing.B, opt pipeline.Option, vopts ...vertex.Option) {
+	var opts []pipeline.Option
+	if opt != nil {
+		opts = append(opts, opt)
+	}
 	p := pipeline.New("bench-reduce", opts...)
 	gen := pipeline.Source(p, "gen", keyedGenerator(b.N))
-	counts, _ := pipeline.Reduce(p, "count", gen, vertex.Fixed(time.Second), vertex.Counting[int64]())
+	counts, _ := pipeline.Reduce(p, "count", gen, vertex.Fixed(time.Second), vertex.Counting[int64](), vopts...)
 	var total, results atomic.Int64
 	pipeline.Sink(p, "sink", counts, vertex.Func(func(_ context.Context, ms []vertex.Message[vertex.Windowed[int64]]) error {
 		for _, m := range ms {

@@ -44,8 +44,9 @@
 //
 // A reduce replica's workers each own a shard of its keys and their open
 // windows (see RunReduce): a message is acked once it is in its windows
-// (and, on durable storage, in the replica's WAL: see ReduceLog), and each
-// window's results are written when the watermark closes it.
+// (and, on durable storage, in the WAL of its input partition: see
+// ReduceLog, which also says why a log per partition and not per replica),
+// and each window's results are written when the watermark closes it.
 //
 // A source replica's watermark comes from its SourceWatermarker hook: one
 // per replica, or, for a vertex.PartitionedSource (a topic source reads

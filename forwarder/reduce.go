@@ -122,7 +122,11 @@ func RunReduce[In, S, Out any](hard, stop context.Context, cfg Config, in Input[
 	red := &reduceReplica[In, S, Out]{cfg: cfg, spec: spec, lateness: int64(spec.Window.AllowedLateness)}
 	// Session ids start at the clock, so that a restart never reuses the id
 	// of a session closed (and compacted away) before it.
-	red.nextID.Store(uint64(time.Now().UnixNano()))
+	red.ids = &red.ownIDs
+	red.ownIDs.Store(uint64(time.Now().UnixNano()))
+	if spec.Log != nil && spec.Log.SessionIDs != nil {
+		red.ids = spec.Log.SessionIDs // the vertex's, set by the caller
+	}
 	workers := cfg.Options.Concurrency
 	red.shards = make([]*reduceShard[In, S, Out], workers)
 	for i := range red.shards {
@@ -131,7 +135,7 @@ func RunReduce[In, S, Out any](hard, stop context.Context, cfg Config, in Input[
 		red.shards[i].oldest.Store(math.MaxInt64)
 	}
 	if spec.Log != nil {
-		if err := red.recover(); err != nil {
+		if err := red.recover(in.Consumer.Assigned()); err != nil {
 			return asProcessError(cfg, err)
 		}
 	}
@@ -164,12 +168,14 @@ type reduceReplica[In, S, Out any] struct {
 	r        *reader[In]
 	w        *Writer[vertex.Windowed[Out]]
 	late     *Writer[In]
-	nextID   atomic.Uint64   // the last session id given out
+	ids      *atomic.Uint64 // the last session id given out: ownIDs, or the vertex's (ReduceLog.SessionIDs)
+	ownIDs   atomic.Uint64
 	logged   map[int32]int64 // with a log: the highest offset logged per partition before this run
+	logs     *replicaLogs    // with a log: one per partition read (reduce_wal.go)
 }
 
 // newSessionID returns a new session id for the WAL.
-func (red *reduceReplica[In, S, Out]) newSessionID() uint64 { return red.nextID.Add(1) }
+func (red *reduceReplica[In, S, Out]) newSessionID() uint64 { return red.ids.Add(1) }
 
 // reduceShard owns the windows of the keys its worker is given.
 type reduceShard[In, S, Out any] struct {
@@ -194,9 +200,6 @@ type reduceShard[In, S, Out any] struct {
 	vals    []byte
 	wins    []wal.Window
 	gcs     []wal.Window
-	// pending is the last append handed to the log, maybe not yet durable:
-	// results are written only once it is (see closeUpTo).
-	pending *wal.Pending
 }
 
 // handle adds a chunk's messages to the shard's windows and sends the late
@@ -237,8 +240,8 @@ func (sh *reduceShard[In, S, Out]) handle(ctx context.Context, chunk []inflight[
 			last = cmp.Or(p, last) // the log writes appends in order: the last one is the chunk's
 		}
 		sh.key = keys.Append(sh.key[:0], m.Keys)
-		if !sh.set.add(m, sh.key, sh.wm) {
-			sh.lates = append(sh.lates, sh.markLate(*m))
+		if judged := red.lateAt(it.partition, sh.wm); !sh.set.add(m, sh.key, judged) {
+			sh.lates = append(sh.lates, sh.markLate(*m, judged))
 			continue
 		}
 		if red.spec.Log != nil {
@@ -288,7 +291,7 @@ func (sh *reduceShard[In, S, Out]) closeDue(ctx context.Context) (*wal.Pending, 
 // read with) and the end and close of the latest window it belonged to
 // (closed: end + allowed lateness <= watermark). m's headers are shared,
 // so they are copied.
-func (sh *reduceShard[In, S, Out]) markLate(m vertex.Message[In]) vertex.Message[In] {
+func (sh *reduceShard[In, S, Out]) markLate(m vertex.Message[In], judged int64) vertex.Message[In] {
 	w := sh.red.spec.Window
 	end := int64(math.MinInt64)
 	sh.late = w.AssignUnixNano(m.EventTime.UnixNano(), sh.late[:0])
@@ -298,7 +301,7 @@ func (sh *reduceShard[In, S, Out]) markLate(m vertex.Message[In]) vertex.Message
 	h := make(map[string]string, len(m.Headers)+3)
 	maps.Copy(h, m.Headers)
 	stamp := func(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
-	h[vertex.LateWatermarkHeader] = stamp(sh.wm)
+	h[vertex.LateWatermarkHeader] = stamp(judged)
 	h[vertex.LateWindowEndHeader] = stamp(end)
 	h[vertex.LateClosedAtHeader] = stamp(end + int64(w.AllowedLateness))
 	m.Headers = h
@@ -486,7 +489,7 @@ func (sh *reduceShard[In, S, Out]) raise(ctx context.Context, wm int64) error {
 // so the results are written before the replica ends its output.
 func (red *reduceReplica[In, S, Out]) end(ctx context.Context, kind EndKind) error {
 	if kind == Stopped && red.spec.Log != nil {
-		return nil // the log keeps the open windows for the next run
+		return red.closeOutOnStop(ctx) // the log keeps the open windows, unless EmitOnStop
 	}
 	for _, sh := range red.shards {
 		if err := sh.raise(ctx, watermark.Max.UnixNano()); err != nil {

@@ -4,22 +4,54 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/runnel-dev/runnel/internal/keys"
 	"github.com/runnel-dev/runnel/isb/codec"
 	"github.com/runnel-dev/runnel/vertex"
 	"github.com/runnel-dev/runnel/wal"
+	"github.com/runnel-dev/runnel/watermark"
 )
 
 // ReduceLog is the write-ahead log of one reduce replica on durable
 // storage: its open windows survive a crash of the process.
 //
-// The contract with RunReduce:
-//   - Before reading, RunReduce replays the log: every open window (session
-//     merges included) is rebuilt, and the replica's watermark starts at
-//     the highest watermark a GC event recorded, so that a window already
-//     emitted is never opened again.
+// # One log per input partition
+//
+// The replica keeps one wal.WAL per partition it reads, and an entry goes
+// to the log of its message's partition. A partition is what outlives a
+// change of Replicas: the partition count is fixed by the buffer (which
+// refuses another count), routing by keys sends a key to the same
+// partition in every run, and the replicas only split the partitions
+// among them. So a restart with 3 replicas instead of 2 opens the same
+// logs, each in the replica that now reads its partition, and every open
+// window reaches the replica that owns its keys; nothing is filtered or
+// copied. The alternative, one log per replica replayed by every new
+// replica with a filter on the partitions it owns, must read every old log
+// in every new replica, and cannot compact or delete an old log until all
+// of them have taken their part, which needs a migration step anyway.
+//
+// What it costs: one fsync per log written in a group commit instead of
+// one per replica. Chunks come from one read batch, so from one
+// partition, and each is appended to one log; a replica reading k
+// partitions runs k group commits, whose fsyncs go to k files in
+// parallel. With as many partitions as replicas (the default) it is one
+// log per replica, as before. Closing windows appends the GC event to
+// every log of the replica (GCAsync, waited together): an aligned window
+// spans every partition's keys, and the logs all keep the replica's GC
+// watermark. Session ids are unique in the vertex (SessionIDs), so a GC
+// never names another log's open session.
+//
+// # The contract with RunReduce
+//
+//   - Before reading, RunReduce replays every log: every open window
+//     (session merges included) is rebuilt. A message of partition p is
+//     judged late at least at the highest watermark a GC event of p's log
+//     recorded, so that a window already emitted for p's keys is never
+//     opened again; the replica's own watermark starts at the lowest of
+//     them, so no partition's data is judged on another's progress (after a
+//     rescale a replica may take over partitions that lagged).
 //   - Each message read is appended (its value through Codec, keys, event
 //     time, partition and offset, the windows it joined) and its chunk is
 //     acked to the ISB only once the append is durable. The append is
@@ -43,33 +75,156 @@ import (
 //     (a streaming reducer sees the replayed messages with their IDs, event
 //     times, keys and values; headers and tags are not logged).
 //   - A Stopped end (the pipeline was cancelled) leaves the open windows in
-//     the log for the next run instead of emitting them.
+//     the log for the next run instead of emitting them, unless EmitOnStop.
 //
-// The caller opens the WAL (not replayed yet) and closes it after RunReduce
+// The caller opens the WALs (not replayed yet), checks that they are the
+// logs of this vertex's windowing and partitions (package pipeline records
+// both in each log's wal.Metadata), and closes them after RunReduce
 // returned.
 type ReduceLog[In any] struct {
-	WAL   *wal.WAL
+	// WALs holds the log of each partition the replica reads, by
+	// partition: exactly the consumer's assigned partitions.
+	WALs  map[int]*wal.WAL
 	Codec codec.Codec[In]
+	// SessionIDs, when not nil, numbers the sessions of every replica of
+	// the vertex (the replicas of a vertex on storage one process owns run
+	// in one process), so that ids are unique among all its logs, which a
+	// later run may hand to one replica. Set it to the current time in
+	// nanoseconds before the replicas start; a replica raises it above
+	// every id it replays. Nil: the replica numbers its own.
+	SessionIDs *atomic.Uint64
+	// EmitOnStop makes a Stopped end emit every open window, as on memory
+	// storage, instead of leaving them in the log: the way to close out
+	// windows of a windowing about to change.
+	EmitOnStop bool
 }
 
-// recover rebuilds the open windows from the log, before anything is read.
-// The replica has one shard (see ReduceLog).
-func (red *reduceReplica[In, S, Out]) recover() error {
-	log := red.spec.Log
-	rec := log.WAL.Recovered()
-	red.logged = rec.LastOffsets
-	sh := red.shards[0]
-	if !rec.Watermark.IsZero() {
-		sh.wm = rec.Watermark.UnixNano()
+// replicaLogs is the run-time state of a replica's logs: the shard's (one
+// shard with a log), used under its mutex.
+type replicaLogs struct {
+	parts  []*partLog // ascending partition
+	byPart []*partLog // indexed by partition, nil where the replica reads none
+	// floors holds, by partition, the watermark below which its log's
+	// windows were closed (MinInt64: none).
+	floors []int64
+	pends  []*wal.Pending // logClosed's scratch
+	// closingOut is set while a Stopped end emits the open windows
+	// (EmitOnStop): their GC events then carry the shard's watermark
+	// (closeOutAt), not the maximum one the closing uses.
+	closingOut bool
+	closeOutAt int64
+}
+
+// partLog is the log of one partition.
+type partLog struct {
+	partition int
+	w         *wal.WAL
+	// pending is the last append handed to the log, maybe not yet durable:
+	// results are written only once it is (see closeUpTo).
+	pending *wal.Pending
+}
+
+// newReplicaLogs checks that log has one WAL for each assigned partition
+// and none other.
+func newReplicaLogs[In any](log *ReduceLog[In], assigned []int) (*replicaLogs, error) {
+	if len(log.WALs) != len(assigned) {
+		return nil, fmt.Errorf("reduce WAL: %d logs for the %d partitions %v the replica reads", len(log.WALs), len(assigned), assigned)
 	}
+	ls := &replicaLogs{}
+	for _, p := range assigned {
+		w := log.WALs[p]
+		if w == nil {
+			return nil, fmt.Errorf("reduce WAL: no log for partition %d, which the replica reads", p)
+		}
+		for len(ls.byPart) <= p {
+			ls.byPart, ls.floors = append(ls.byPart, nil), append(ls.floors, math.MinInt64)
+		}
+		pl := &partLog{partition: p, w: w}
+		ls.byPart[p] = pl
+		ls.parts = append(ls.parts, pl)
+	}
+	return ls, nil
+}
+
+// of returns the log of partition p.
+func (ls *replicaLogs) of(p int) (*partLog, error) {
+	if p < 0 || p >= len(ls.byPart) || ls.byPart[p] == nil {
+		return nil, fmt.Errorf("reduce WAL: a message of partition %d, which has no log in this replica", p)
+	}
+	return ls.byPart[p], nil
+}
+
+// lateAt is the watermark a message of partition p is judged late at: the
+// shard's, or the one below which p's log closed windows, if higher.
+func (red *reduceReplica[In, S, Out]) lateAt(p int, wm int64) int64 {
+	if ls := red.logs; ls != nil && p < len(ls.floors) {
+		return max(wm, ls.floors[p])
+	}
+	return wm
+}
+
+// recover rebuilds the open windows from the logs, before anything is
+// read. The replica has one shard (see ReduceLog).
+func (red *reduceReplica[In, S, Out]) recover(assigned []int) error {
+	log := red.spec.Log
+	ls, err := newReplicaLogs(log, assigned)
+	if err != nil {
+		return err
+	}
+	red.logs = ls
+	red.logged = map[int32]int64{}
+	sh := red.shards[0]
+	low := int64(math.MaxInt64)
 	maxID := uint64(0)
-	for e, err := range log.WAL.Replay() {
+	for _, pl := range ls.parts {
+		rec := pl.w.Recovered()
+		for p, off := range rec.LastOffsets {
+			if int(p) != pl.partition {
+				return fmt.Errorf("reduce WAL of partition %d: it holds offsets of partition %d", pl.partition, p)
+			}
+			red.logged[p] = off
+		}
+		floor := int64(math.MinInt64)
+		if !rec.Watermark.IsZero() {
+			floor = rec.Watermark.UnixNano()
+		}
+		ls.floors[pl.partition], low = floor, min(low, floor)
+		id, err := red.replay(pl)
 		if err != nil {
-			return fmt.Errorf("reduce WAL replay: %w", err)
+			return err
+		}
+		maxID = max(maxID, id)
+	}
+	if low != math.MaxInt64 {
+		sh.wm = low
+	}
+	// New sessions take ids above every logged one.
+	for ids := red.ids; ; {
+		cur := ids.Load()
+		if maxID <= cur || ids.CompareAndSwap(cur, maxID) {
+			break
+		}
+	}
+	sh.noteOldest()
+	return nil
+}
+
+// replay adds the entries of one partition's log to the shard's windows
+// and returns the highest session id among them.
+func (red *reduceReplica[In, S, Out]) replay(pl *partLog) (uint64, error) {
+	log := red.spec.Log
+	sh := red.shards[0]
+	maxID := uint64(0)
+	for e, err := range pl.w.Replay() {
+		if err != nil {
+			return 0, fmt.Errorf("reduce WAL replay, partition %d: %w", pl.partition, err)
+		}
+		if int(e.Partition) != pl.partition {
+			return 0, fmt.Errorf("reduce WAL replay, partition %d: an entry of partition %d (offset %d)", pl.partition, e.Partition, e.Offset)
 		}
 		m := vertex.Message[In]{ID: e.ID, EventTime: e.EventTime, Keys: e.Keys}
 		if err := log.Codec.Decode(e.Value, &m.Value); err != nil {
-			return fmt.Errorf("reduce WAL replay: partition %d offset %d: value with codec %s: %w", e.Partition, e.Offset, log.Codec.Name(), err)
+			return 0, fmt.Errorf("reduce WAL replay: partition %d offset %d: value with codec %s: %w", e.Partition, e.Offset, log.Codec.Name(), err)
 		}
 		sh.key = keys.Append(sh.key[:0], m.Keys)
 		sh.set.replay(&m, sh.key, e.Windows)
@@ -77,12 +232,7 @@ func (red *reduceReplica[In, S, Out]) recover() error {
 			maxID = max(maxID, w.Session)
 		}
 	}
-	// New sessions take ids above every logged one.
-	if maxID > red.nextID.Load() {
-		red.nextID.Store(maxID)
-	}
-	sh.noteOldest()
-	return nil
+	return maxID, nil
 }
 
 // alreadyLogged reports whether the message at partition and offset is in
@@ -109,9 +259,12 @@ func (sh *reduceShard[In, S, Out]) logEntry(it *inflight[In]) error {
 	return nil
 }
 
-// appendLogged hands the shard's pending entries to the log and returns
-// their Pending (nil when there were none), also kept as sh.pending. sh.mu
-// is held.
+// appendLogged hands the shard's pending entries to the logs of their
+// partitions and returns the Pending of the last append (nil when there
+// were none). A chunk comes from one read batch, so its entries are of one
+// partition and go to one log; should they be of several, the appends
+// before the last are waited for here, so that the one returned still
+// settles the whole chunk. sh.mu is held.
 func (sh *reduceShard[In, S, Out]) appendLogged(ctx context.Context) (*wal.Pending, error) {
 	if len(sh.entries) == 0 {
 		return nil, nil
@@ -122,7 +275,16 @@ func (sh *reduceShard[In, S, Out]) appendLogged(ctx context.Context) (*wal.Pendi
 		sh.entries[i].Value = sh.vals[sp[0]:sp[1]:sp[1]]
 		sh.entries[i].Windows = sh.wins[sp[2]:sp[3]:sp[3]]
 	}
-	p, err := sh.red.spec.Log.WAL.AppendAsync(ctx, sh.entries...) // encodes them: the buffers are free
+	var last *wal.Pending
+	err := sh.appendRuns(ctx, func(p *wal.Pending) error {
+		if last != nil {
+			if err := last.Wait(ctx); err != nil {
+				return err
+			}
+		}
+		last = p
+		return nil
+	})
 	clear(sh.entries)
 	sh.entries, sh.spans, sh.vals = sh.entries[:0], sh.spans[:0], sh.vals[:0]
 	clear(sh.wins)
@@ -130,8 +292,35 @@ func (sh *reduceShard[In, S, Out]) appendLogged(ctx context.Context) (*wal.Pendi
 	if err != nil {
 		return nil, fmt.Errorf("reduce WAL append: %w", err)
 	}
-	sh.pending = p
-	return p, nil
+	return last, nil
+}
+
+// appendRuns appends each run of entries of one partition to its log
+// (which encodes them: the buffers are free after) and calls handed with
+// each append's Pending.
+func (sh *reduceShard[In, S, Out]) appendRuns(ctx context.Context, handed func(*wal.Pending) error) error {
+	ls := sh.red.logs
+	for from := 0; from < len(sh.entries); {
+		part := sh.entries[from].Partition
+		to := from + 1
+		for to < len(sh.entries) && sh.entries[to].Partition == part {
+			to++
+		}
+		pl, err := ls.of(int(part))
+		if err != nil {
+			return err
+		}
+		p, err := pl.w.AppendAsync(ctx, sh.entries[from:to]...)
+		if err != nil {
+			return err
+		}
+		pl.pending = p
+		if err := handed(p); err != nil {
+			return err
+		}
+		from = to
+	}
+	return nil
 }
 
 // loggedChunk is the pending write of a chunk whose entries were handed to
@@ -148,25 +337,55 @@ func (c loggedChunk) complete() error {
 	return nil
 }
 
-// logDurable waits until every entry the shard appended is durable: the
-// log writes one goroutine's appends in order, so the last one suffices.
-// sh.mu is held.
-func (sh *reduceShard[In, S, Out]) logDurable(ctx context.Context) error {
-	if sh.pending == nil {
+// closeOutOnStop is a Stopped end with a log: without EmitOnStop the log
+// keeps the open windows for the next run; with it every open window is
+// emitted as it is, as on memory storage. Their GC events then record the
+// shard's watermark, not the maximum one that closes them: the next run
+// (with another windowing, say) must not take its data for late.
+func (red *reduceReplica[In, S, Out]) closeOutOnStop(ctx context.Context) error {
+	if !red.spec.Log.EmitOnStop {
 		return nil
 	}
-	if err := sh.pending.Wait(ctx); err != nil {
-		return fmt.Errorf("reduce WAL append: %w", err)
+	ls := red.logs
+	for _, sh := range red.shards {
+		sh.mu.Lock()
+		ls.closingOut, ls.closeOutAt = true, sh.wm
+		err := sh.closeUpTo(ctx, watermark.Max.UnixNano())
+		ls.closingOut = false
+		sh.mu.Unlock()
+		if err != nil {
+			return err
+		}
 	}
-	sh.pending = nil
+	return nil
+}
+
+// logDurable waits until every entry the shard appended is durable: a
+// log writes one goroutine's appends in order, so the last one of each log
+// suffices. sh.mu is held.
+func (sh *reduceShard[In, S, Out]) logDurable(ctx context.Context) error {
+	if sh.red.logs == nil {
+		return nil // no log
+	}
+	for _, pl := range sh.red.logs.parts {
+		if pl.pending == nil {
+			continue
+		}
+		if err := pl.pending.Wait(ctx); err != nil {
+			return fmt.Errorf("reduce WAL append, partition %d: %w", pl.partition, err)
+		}
+		pl.pending = nil
+	}
 	return nil
 }
 
 // logClosed appends the GC event of the windows closed at wm, whose
-// results are written. The event's watermark is at most the latest end
-// (plus lateness) of those windows, so that it stays in the log's time
-// range at the maximum watermark of an end of stream; every window closed
-// at it is emitted or, in another shard, about to be. sh.mu is held.
+// results are written, to every log of the replica (see ReduceLog), and
+// waits for all of them together. The event's watermark is at most the
+// latest end (plus lateness) of those windows, so that it stays in the
+// log's time range at the maximum watermark of an end of stream; every
+// window closed at it is emitted or, in another shard, about to be. sh.mu
+// is held.
 func (sh *reduceShard[In, S, Out]) logClosed(ctx context.Context, wm int64) error {
 	if len(sh.gcs) == 0 {
 		return nil
@@ -175,12 +394,31 @@ func (sh *reduceShard[In, S, Out]) logClosed(ctx context.Context, wm int64) erro
 	for _, w := range sh.gcs {
 		latest = max(latest, w.End.UnixNano())
 	}
-	at := min(wm, latest+sh.red.lateness)
-	err := sh.red.spec.Log.WAL.GC(ctx, time.Unix(0, at), sh.gcs...)
+	ls := sh.red.logs
+	at := time.Unix(0, min(wm, latest+sh.red.lateness))
+	if ls.closingOut {
+		at = time.Time{} // no watermark yet
+		if ls.closeOutAt != math.MinInt64 {
+			at = time.Unix(0, min(ls.closeOutAt, at.UnixNano()))
+		}
+	}
+	ls.pends = ls.pends[:0]
+	var err error
+	for _, pl := range ls.parts {
+		p, gerr := pl.w.GCAsync(ctx, at, sh.gcs...)
+		if gerr != nil {
+			err = fmt.Errorf("reduce WAL GC, partition %d: %w", pl.partition, gerr)
+			break
+		}
+		ls.pends = append(ls.pends, p)
+	}
+	for i, p := range ls.pends {
+		if werr := p.Wait(ctx); werr != nil && err == nil {
+			err = fmt.Errorf("reduce WAL GC, partition %d: %w", ls.parts[i].partition, werr)
+		}
+	}
+	clear(ls.pends)
 	clear(sh.gcs)
 	sh.gcs = sh.gcs[:0]
-	if err != nil {
-		return fmt.Errorf("reduce WAL GC: %w", err)
-	}
-	return nil
+	return err
 }

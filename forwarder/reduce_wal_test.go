@@ -65,7 +65,7 @@ func runLoggedSized[S, Out any](t *testing.T, dir string, msgs []msg, w vertex.W
 	}
 	cfg := Config{Vertex: "r", Options: opts, Counters: &Counters{}}
 	spec := ReduceSpec[int, S, Out]{Window: w, Reducer: red,
-		Log: &ReduceLog[int]{WAL: log, Codec: codec.JSON[int]()}}
+		Log: &ReduceLog[int]{WALs: map[int]*wal.WAL{0: log}, Codec: codec.JSON[int]()}}
 	ctx := context.Background()
 	if err := RunReduce(ctx, ctx, cfg, Input[int]{Consumer: c, Partitions: 1, Writers: 1}, []Edge[vertex.Windowed[Out]]{{To: "out", Topic: out}}, spec); err != nil {
 		t.Fatalf("RunReduce: %v", err)

@@ -413,6 +413,22 @@ func (c *PullConsumer[T]) commitToLocked(partition int, offset int64) error {
 	return nil
 }
 
+// Committed returns the group's commit of partition as this consumer knows
+// it (every offset below it is done): what storage held when the consumer
+// was created, or the consumer's own later commit. A reduce compares it
+// with its log at start: a commit past 0 says it logged something before.
+// A partition not owned is ErrNotAssigned.
+func (c *PullConsumer[T]) Committed(partition int) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	j := partition - c.first
+	if j < 0 || j >= len(c.committed) {
+		return 0, fmt.Errorf("%w: partition %d (consumer of group %q owns %d to %d)",
+			ErrNotAssigned, partition, c.group.name, c.first, c.first+len(c.committed)-1)
+	}
+	return c.committed[j], nil
+}
+
 // Skip steps past the damaged record at which the last read of partition
 // failed (a *ReadError matching ErrCorrupt), so that an operator recovers
 // without editing files: the record counts as delivered, the next Pull of

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/runnel-dev/runnel/forwarder"
 	"github.com/runnel-dev/runnel/isb"
@@ -12,6 +13,9 @@ import (
 type buffer interface {
 	pending() int64             // messages not yet committed by the vertex
 	assigned(replica int) []int // the partitions replica reads
+	// committed is the vertex group's commit of partition p, as the
+	// consumer reading it found or made it.
+	committed(p int) (int64, error)
 	close() error
 }
 
@@ -45,6 +49,15 @@ func openBuffer[T any](c *config, p *Pipeline, n *node) (buffer, error) {
 func (b *inputBuffer[T]) pending() int64 { return b.topic.Pending(b.group) }
 
 func (b *inputBuffer[T]) assigned(r int) []int { return b.consumers[r].Assigned() }
+
+func (b *inputBuffer[T]) committed(p int) (int64, error) {
+	for _, c := range b.consumers {
+		if off, err := c.Committed(p); err == nil {
+			return off, nil
+		}
+	}
+	return 0, fmt.Errorf("no consumer of group %q reads partition %d", b.group, p)
+}
 
 func (b *inputBuffer[T]) close() error {
 	var errs []error

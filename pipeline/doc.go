@@ -48,7 +48,14 @@
 // default; what the reader sets, the watermark and lateness, is not
 // stored). A pipeline started again on the same directory resumes: each
 // vertex reads its buffer from what it had acknowledged, and messages that
-// were in flight are delivered again.
+// were in flight are delivered again. A reduce vertex also keeps a
+// write-ahead log of its open windows per input partition, in
+// {dir}/{pipeline}.wal/{vertex}/partition-{p}/, so a restart rebuilds them,
+// with the same or another number of replicas (see [Reduce]); a log that
+// does not fit the vertex (another windowing while windows are open,
+// another partition count, a log missing that the input's commits say
+// existed) stops Run before any vertex starts, with a [*WindowingError] or
+// a [*ReduceLogError] naming its directory.
 //
 // # Delivery guarantees
 //

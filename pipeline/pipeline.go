@@ -42,6 +42,7 @@ type config struct {
 	storage      Storage              // resolved by newConfig: never nil
 	codecs       map[reflect.Type]any // WithCodec: value codecs by type
 	commitEvery  time.Duration        // CommitInterval
+	emitOnStop   bool                 // EmitOpenWindowsOnStop
 }
 
 // WithLogger logs the pipeline's life and problems on l (nil, the
@@ -150,6 +151,12 @@ type node struct {
 	open func(c *config, p *Pipeline, n *node) (buffer, error)
 	// run runs replica r until it is done.
 	run func(rt *runtime, n *node, r int) error
+	// prepare, when not nil, opens and checks what the replicas need
+	// before any vertex runs (a reduce's WALs on durable storage), so a
+	// refusal starts nothing; release closes what it opened if the run
+	// does not start.
+	prepare func(rt *runtime, n *node) error
+	release func()
 	// closers are the user's sources and sinks with a Close method.
 	closers []func() error
 	// resumeOnce gives a resumable source its state store before any

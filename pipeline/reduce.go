@@ -2,12 +2,10 @@ package pipeline
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 
 	"github.com/runnel-dev/runnel/forwarder"
 	"github.com/runnel-dev/runnel/vertex"
-	"github.com/runnel-dev/runnel/wal"
 )
 
 // Reduce adds a vertex that groups the messages of in by key into the
@@ -36,12 +34,20 @@ import (
 // has drained, since its windows are the only copy of the messages it
 // acknowledged.
 //
-// On durable storage each replica keeps a write-ahead log of its windows
-// (package wal) in {dir}/{pipeline}.wal/{vertex}/replica-{r}-of-{n}: every
-// message is logged before it is acknowledged, a restart rebuilds the open
-// windows from it, and a cancelled pipeline leaves its open windows there
-// for the next run instead of emitting them (see forwarder.ReduceLog). The
-// log encodes values with the codec of In (WithCodec; JSON by default).
+// On durable storage the vertex keeps a write-ahead log of its windows
+// (package wal) per input partition, in
+// {dir}/{pipeline}.wal/{vertex}/partition-{p}, each replica writing the
+// logs of the partitions it reads: every message is logged before it is
+// acknowledged, a restart rebuilds the open windows from them, and a
+// cancelled pipeline leaves its open windows there for the next run
+// instead of emitting them (see forwarder.ReduceLog; EmitOpenWindowsOnStop
+// emits them). A restart with other Replicas hands each partition's log,
+// and its open windows, to the replica that now reads the partition. Each
+// log records the partition count and the windowing, and a restart with
+// another windowing while windows of the old one are open is a
+// *WindowingError; a log missing although the input's commits say it
+// held messages is a *ReduceLogError (ErrReduceLogMissing). The log
+// encodes values with the codec of In (WithCodec; JSON by default).
 //
 // Validation names the vertex for a bad window (see vertex.Windowing's
 // Validate) or a nil aggregator function.
@@ -72,20 +78,26 @@ func addReduce[In, S, Out any](p *Pipeline, name string, in Stream[In], w vertex
 		}
 		return check()
 	}
+	logs := &reduceLogs{} // this run's WALs, on durable storage (reduce_wal.go)
+	n.prepare = func(rt *runtime, n *node) error {
+		if _, ok := rt.cfg.storage.(*mmapStorage); !ok {
+			return nil
+		}
+		return logs.open(rt, p, n, w)
+	}
+	n.release = logs.closeAll
 	n.run = func(rt *runtime, n *node, r int) (err error) {
 		spec := forwarder.ReduceSpec[In, S, Out]{Window: w, Reducer: red, Late: edgesOf[In](n, true)}
-		if s, ok := rt.cfg.storage.(*mmapStorage); ok {
-			dir := filepath.Join(s.dir, p.name+".wal", n.name, fmt.Sprintf("replica-%d-of-%d", r, n.cfg.Replicas))
-			log, err := wal.Open(dir)
-			if err != nil {
-				return &VertexError{Vertex: n.name, Err: fmt.Errorf("reduce WAL of replica %d: %w", r, err)}
-			}
+		if logs.logs != nil {
+			wals := logs.forReplica(n, r)
 			defer func() {
-				if cerr := log.Close(); cerr != nil && err == nil {
-					err = &VertexError{Vertex: n.name, Err: fmt.Errorf("reduce WAL of replica %d: %w", r, cerr)}
+				for part, l := range wals {
+					if cerr := l.Close(); cerr != nil && err == nil {
+						err = &VertexError{Vertex: n.name, Err: fmt.Errorf("reduce WAL of partition %d: %w", part, cerr)}
+					}
 				}
 			}()
-			spec.Log = &forwarder.ReduceLog[In]{WAL: log, Codec: valueCodec[In](&rt.cfg)}
+			spec.Log = &forwarder.ReduceLog[In]{WALs: wals, Codec: valueCodec[In](&rt.cfg), SessionIDs: &logs.ids, EmitOnStop: rt.cfg.emitOnStop}
 		}
 		return forwarder.RunReduce(rt.hard, rt.hard, rt.replicaConfig(n, r), readerInput[In](n, r), edgesFor[vertex.Windowed[Out]](n), spec)
 	}

@@ -81,7 +81,7 @@ func TestReduceValidationNamesTheVertex(t *testing.T) {
 }
 
 // A reduce vertex runs on durable storage, with its WAL under the data
-// directory (one per replica), and its results equal those on memory
+// directory (one per partition), and its results equal those on memory
 // storage: every window closed by the end of stream, each once.
 func TestReduceOnDurableStorage(t *testing.T) {
 	run := func(opts ...Option) map[string]int64 {
@@ -116,9 +116,9 @@ func TestReduceOnDurableStorage(t *testing.T) {
 	if len(memory) != 5*3 || !maps.Equal(durable, memory) {
 		t.Fatalf("durable results %v, memory %v (want 15 windows and keys, equal)", durable, memory)
 	}
-	for r := range 2 {
-		if _, err := os.Stat(filepath.Join(dir, "v.wal", "windowed", fmt.Sprintf("replica-%d-of-2", r))); err != nil {
-			t.Errorf("WAL of replica %d: %v", r, err)
+	for part := range 2 {
+		if _, err := os.Stat(filepath.Join(dir, "v.wal", "windowed", fmt.Sprintf("partition-%d", part), "META")); err != nil {
+			t.Errorf("WAL of partition %d: %v", part, err)
 		}
 	}
 }

@@ -101,8 +101,12 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	defer rt.softCancel()
 	defer rt.hardCancel()
 	rt.log.Info("pipeline starting", zap.Int("vertices", len(p.nodes)))
+	if err := p.prepare(rt); err != nil {
+		return errors.Join(err, p.close())
+	}
 	if cfg.hooks == nil && !cfg.wmOff {
 		if err := p.startWatermarks(rt); err != nil {
+			p.release()
 			return errors.Join(err, p.close())
 		}
 		defer p.stopWatermarks(rt, p.watermarks())
@@ -140,6 +144,32 @@ func (p *Pipeline) open(c *config) error {
 	}
 	p.live = true
 	return nil
+}
+
+// prepare runs every vertex's prepare step; if one fails, it releases
+// what the others opened and returns every failure, naming its vertex.
+func (p *Pipeline) prepare(rt *runtime) error {
+	var errs []error
+	for _, n := range p.nodes {
+		if n.prepare != nil {
+			if err := n.prepare(rt, n); err != nil {
+				errs = append(errs, &VertexError{Vertex: n.name, Err: err})
+			}
+		}
+	}
+	if len(errs) > 0 {
+		p.release()
+	}
+	return errors.Join(errs...)
+}
+
+// release undoes what prepare opened, for a run that does not start.
+func (p *Pipeline) release() {
+	for _, n := range p.nodes {
+		if n.release != nil {
+			n.release()
+		}
+	}
 }
 
 // start runs every vertex and returns when all have stopped. Nothing here

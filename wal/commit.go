@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -146,24 +147,33 @@ var donePending = func() *Pending {
 // the merged session's entries were appended under. Entries must not be
 // appended to a window after its GC event.
 func (w *WAL) GC(ctx context.Context, watermark time.Time, windows ...Window) error {
-	if len(windows) == 0 {
-		return nil
-	}
-	if err := checkTime("watermark", watermark); err != nil {
-		return err
-	}
-	if err := checkWindows(windows); err != nil {
-		return err
-	}
-	r := getRequest()
-	r.gc = &gcEvent{watermark: watermark, windows: windows}
-	r.buf = appendGC(r.buf, r.gc)
-	r.ends = append(r.ends, len(r.buf))
-	p, err := w.submit(ctx, r)
+	p, err := w.GCAsync(ctx, watermark, windows...)
 	if err != nil {
 		return err
 	}
 	return p.Wait(ctx)
+}
+
+// GCAsync is GC without the wait, as AppendAsync is Append: a caller with
+// several logs (a reduce replica with one per partition) closes windows in
+// all of them under one fsync's latency. A GC of no windows writes nothing.
+func (w *WAL) GCAsync(ctx context.Context, watermark time.Time, windows ...Window) (*Pending, error) {
+	if len(windows) == 0 {
+		return donePending, nil
+	}
+	if err := checkTime("watermark", watermark); err != nil {
+		return nil, err
+	}
+	if err := checkWindows(windows); err != nil {
+		return nil, err
+	}
+	r := getRequest()
+	// A copy: the committer reads the windows after the caller may have
+	// reused its slice (once Wait returned ctx.Err(), say).
+	r.gc = &gcEvent{watermark: watermark, windows: slices.Clone(windows)}
+	r.buf = appendGC(r.buf, r.gc)
+	r.ends = append(r.ends, len(r.buf))
+	return w.submit(ctx, r)
 }
 
 // notePartition keeps the highest offset per partition of the request (a

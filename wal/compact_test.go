@@ -3,7 +3,6 @@ package wal
 import (
 	"errors"
 	"github.com/runnel-dev/runnel/isb"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -163,9 +162,8 @@ func TestPeriodicCompaction(t *testing.T) {
 	if st := w.Stats(); st.Segments != 1 {
 		t.Fatalf("stats after compaction %+v", st)
 	}
-	des, _ := os.ReadDir(dir)
-	if len(des) != 1 || des[0].Name() != genName(2) {
-		t.Fatalf("directory holds %v, want only %s", des, genName(2))
+	if des := logDirs(t, dir); len(des) != 1 || des[0] != genName(2) {
+		t.Fatalf("directory holds %v beside %s, want only %s", des, metaFile, genName(2))
 	}
 }
 
@@ -370,9 +368,8 @@ func TestAppendsDuringCompaction(t *testing.T) {
 		t.Fatalf("recovered %+v", rec)
 	}
 	closeT(t, w)
-	des, _ := os.ReadDir(dir)
-	if len(des) != 1 || des[0].Name() != genName(3) {
-		t.Fatalf("directory holds %v, want only %s (the held compaction's and Open's)", des, genName(3))
+	if des := logDirs(t, dir); len(des) != 1 || des[0] != genName(3) {
+		t.Fatalf("directory holds %v beside %s, want only %s (the held compaction's and Open's)", des, metaFile, genName(3))
 	}
 }
 
@@ -400,9 +397,8 @@ func TestCloseAbandonsCompaction(t *testing.T) {
 	if err := <-compacted; !errors.Is(err, ErrClosed) {
 		t.Fatalf("Compact during Close: %v, want ErrClosed", err)
 	}
-	des, _ := os.ReadDir(dir)
-	if len(des) != 1 || des[0].Name() != genName(1) {
-		t.Fatalf("directory holds %v, want only %s", des, genName(1))
+	if des := logDirs(t, dir); len(des) != 1 || des[0] != genName(1) {
+		t.Fatalf("directory holds %v beside %s, want only %s", des, metaFile, genName(1))
 	}
 	w = openT(t, dir)
 	defer closeT(t, w)

@@ -40,9 +40,11 @@
 //
 // # Layout
 //
-// One WAL per reduce replica and partition set, in a directory of its own:
+// One WAL per reduce input partition (package pipeline; any set of
+// partitions works), in a directory of its own:
 //
 //	{dir}/                                 exclusive flock while open
+//	    META                               the metadata record (meta.go)
 //	    gen-00000000000000000007/          the live generation
 //	        00000000000000000001           tidwall/wal segment files, named by
 //	        00000000000000052113           the index of their first entry
@@ -57,6 +59,16 @@
 // lets Open notice a deleted newest segment. Files named like a segment
 // with a suffix (tidwall/wal's .START/.END/.TEMP, which its Open would act
 // on) are refused; other stray files are left alone.
+//
+// META is written when Open creates the log, after its first generation
+// (a crash between the two leaves a generation without a record, which the
+// next Open adopts, as it does a log of a version before records), and is
+// replaced atomically by SetMetadata. It holds the caller's Metadata (a
+// reduce records its partition, partition count and windowing, and
+// compares them at the next Open) and says that a log lives in {dir}: a
+// META without a generation is a deleted live generation, a *CorruptError
+// naming {dir}, never a new empty log. Exists tells whether a directory
+// holds a log without creating one; Recovered.Created whether Open made it.
 //
 // # Segment
 //

@@ -3,6 +3,7 @@ package wal
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -87,4 +88,20 @@ func checkEntries(t testing.TB, got, want []Entry) {
 			t.Fatalf("entry %d: got %+v, want %+v", i, got[i], want[i])
 		}
 	}
+}
+
+// logDirs returns the names in a WAL's directory but its metadata record.
+func logDirs(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, de := range des {
+		if de.Name() != metaFile {
+			names = append(names, de.Name())
+		}
+	}
+	return names
 }

@@ -18,6 +18,10 @@ type config struct {
 	compactMin   int64
 	compactSet   bool // CompactAfter was given
 	maxBatch     int
+
+	meta          map[string]string // Metadata
+	seedOffsets   map[int32]int64   // Seed
+	seedWatermark time.Time
 }
 
 // DefaultSegmentSize is the segment size without a SegmentSize option.
@@ -49,6 +53,8 @@ func newConfig(opts []Option) (config, error) {
 		return bad("CompactAfter", c.compactMin, "must not be negative")
 	case c.maxBatch < 1:
 		return bad("MaxBatchBytes", c.maxBatch, "must be at least 1")
+	case checkTime("watermark", c.seedWatermark) != nil:
+		return bad("Seed", c.seedWatermark, "the watermark must lie in the years 1678-2261")
 	}
 	if !c.compactSet {
 		c.compactMin = 2 * int64(c.segmentSize)

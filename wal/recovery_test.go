@@ -216,6 +216,22 @@ func TestDamageTable(t *testing.T) {
 		{name: "first segment deleted", refuse: ErrCorrupt, damage: func(t *testing.T, l *tableLog) {
 			os.Remove(l.segs[0].path)
 		}, file: func(l *tableLog) string { return l.gen }},
+		{name: "live generation deleted (its metadata record kept)", refuse: ErrCorrupt, damage: func(t *testing.T, l *tableLog) {
+			os.RemoveAll(l.gen)
+		}, file: func(l *tableLog) string { return l.dir }},
+		{name: "metadata record: flipped byte", refuse: ErrCorrupt, damage: func(t *testing.T, l *tableLog) {
+			flipByte(t, filepath.Join(l.dir, metaFile), metaHeaderSize)
+		}, file: func(l *tableLog) string { return filepath.Join(l.dir, metaFile) }},
+		{name: "metadata record: truncated", refuse: ErrCorrupt, damage: func(t *testing.T, l *tableLog) {
+			truncateTo(t, filepath.Join(l.dir, metaFile), 10)
+		}, file: func(l *tableLog) string { return filepath.Join(l.dir, metaFile) }},
+		{name: "metadata record missing (a log of an earlier version: adopted)", survive: 200, damage: func(t *testing.T, l *tableLog) {
+			os.Remove(filepath.Join(l.dir, metaFile))
+		}, extraOK: func(t *testing.T, l *tableLog) {
+			if _, err := os.Stat(filepath.Join(l.dir, metaFile)); err != nil {
+				t.Errorf("no metadata record written: %v", err)
+			}
+		}},
 		{name: "stray tidwall/wal .START file", refuse: ErrCorrupt, damage: func(t *testing.T, l *tableLog) {
 			os.WriteFile(l.segs[1].path+".START", []byte("x"), 0o644)
 		}, file: func(l *tableLog) string { return l.segs[1].path + ".START" }},

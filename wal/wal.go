@@ -64,6 +64,8 @@ type WAL struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	metaMu sync.Mutex // serializes SetMetadata
 }
 
 // requestQueue is how many requests wait for the committer while it writes,
@@ -90,6 +92,14 @@ type Recovered struct {
 	Repaired *Repair
 	// Compacted reports that Open rewrote the log without closed windows.
 	Compacted bool
+	// Created reports that Open found no log in the directory and made an
+	// empty one (with the Seed checkpoint, if given). A caller that knows
+	// the log existed (a reduce whose input has commits) must not take it
+	// for a fresh start.
+	Created bool
+	// Metadata is the log's metadata record (see the Metadata option): as
+	// stored, or as Open recorded it for a new log or one without a record.
+	Metadata map[string]string
 }
 
 // Repair describes a torn tail that Open cut off the last segment.
@@ -158,11 +168,20 @@ func (w *WAL) recover() error {
 	if err != nil {
 		return err
 	}
+	meta, noMeta, err := w.checkMeta(gen)
+	if err != nil {
+		return err
+	}
 	if gen == 0 {
-		if _, err := w.build(1, &checkpoint{offsets: map[int32]int64{}}, 0, nil); err != nil {
+		seed := &checkpoint{offsets: maps.Clone(w.cfg.seedOffsets), watermark: w.cfg.seedWatermark}
+		if seed.offsets == nil {
+			seed.offsets = map[int32]int64{}
+		}
+		if _, err := w.build(1, seed, 0, nil); err != nil {
 			return err
 		}
 		gen = 1
+		w.recovered.Created = true
 	}
 	w.gen = gen
 	dir := w.genDir()
@@ -199,6 +218,14 @@ func (w *WAL) recover() error {
 		}
 		w.recovered.Compacted = true
 	}
+	if noMeta {
+		// Last: a log is recorded only once it is there (a crash before
+		// leaves a generation without a record, which the next Open adopts).
+		if err := writeMeta(w.root, meta); err != nil {
+			return err
+		}
+	}
+	w.recovered.Metadata = meta
 	w.recovered.LastOffsets = maps.Clone(w.cp.offsets)
 	w.recovered.Watermark = w.cp.watermark
 	w.recovered.Entries = w.replay.entries
