@@ -51,8 +51,10 @@
 //
 // Compaction writes gen-{n+1}.tmp, fsyncs it, renames it to gen-{n+1} and
 // fsyncs {dir}: the rename is the switch. Open takes the highest gen-{n}
-// and removes older generations and .tmp ones (what a crash leaves around
-// a switch). TAIL (8-byte index, crc32c; replaced atomically when a batch
+// and, once it passed every check of Recovery, removes older generations
+// and .tmp ones (what a crash leaves around a switch): a highest
+// generation that is refused (an empty directory, say, which no switch
+// leaves) leaves the one before it in place. TAIL (8-byte index, crc32c; replaced atomically when a batch
 // starts a segment, with a directory fsync that tidwall/wal does not do)
 // lets Open notice a deleted newest segment. Files named like a segment
 // with a suffix (tidwall/wal's .START/.END/.TEMP, which its Open would act

@@ -38,22 +38,23 @@ func parseGen(name string) (uint64, bool) {
 }
 
 // liveGeneration finds the live generation in root (0 when there is none)
-// and removes what a crash can leave beside it: a generation being built
+// and what a crash can leave beside it: a generation being built
 // (gen-{n}.tmp) and the one a compaction switched from but had not yet
-// deleted. Other files are not the log's and are left alone.
-func liveGeneration(root string) (uint64, error) {
+// deleted. It changes nothing: Open removes the leftovers (removeAll) only
+// once the live generation passed its checks, so that an Open refusing a
+// damaged newest generation leaves the one before it in place. Other
+// files are not the log's and are left alone.
+func liveGeneration(root string) (live uint64, leftovers []string, _ error) {
 	des, err := os.ReadDir(root)
 	if err != nil {
-		return 0, fmt.Errorf("wal: %w", err)
+		return 0, nil, fmt.Errorf("wal: %w", err)
 	}
 	var gens []uint64
 	for _, de := range des {
 		name := de.Name()
 		if base, ok := strings.CutSuffix(name, tmpSuffix); ok {
 			if _, ok := parseGen(base); ok {
-				if err := os.RemoveAll(filepath.Join(root, name)); err != nil {
-					return 0, fmt.Errorf("wal: remove unfinished compaction: %w", err)
-				}
+				leftovers = append(leftovers, filepath.Join(root, name))
 			}
 			continue
 		}
@@ -62,16 +63,23 @@ func liveGeneration(root string) (uint64, error) {
 		}
 	}
 	if len(gens) == 0 {
-		return 0, nil
+		return 0, leftovers, nil
 	}
 	slices.Sort(gens)
-	live := gens[len(gens)-1]
 	for _, n := range gens[:len(gens)-1] {
-		if err := os.RemoveAll(filepath.Join(root, genName(n))); err != nil {
-			return 0, fmt.Errorf("wal: remove compacted generation: %w", err)
+		leftovers = append(leftovers, filepath.Join(root, genName(n)))
+	}
+	return gens[len(gens)-1], leftovers, nil
+}
+
+// removeAll removes the leftovers liveGeneration found.
+func removeAll(paths []string) error {
+	for _, p := range paths {
+		if err := os.RemoveAll(p); err != nil {
+			return fmt.Errorf("wal: remove what a compaction left behind: %w", err)
 		}
 	}
-	return live, nil
+	return nil
 }
 
 // segmentFile is one tidwall/wal segment of a generation.

@@ -219,6 +219,9 @@ func TestDamageTable(t *testing.T) {
 		{name: "stray tidwall/wal .START file", refuse: ErrCorrupt, damage: func(t *testing.T, l *tableLog) {
 			os.WriteFile(l.segs[1].path+".START", []byte("x"), 0o644)
 		}, file: func(l *tableLog) string { return l.segs[1].path + ".START" }},
+		{name: "empty next generation directory beside the live one", refuse: ErrCorrupt, damage: func(t *testing.T, l *tableLog) {
+			os.Mkdir(filepath.Join(l.dir, genName(2)), 0o755)
+		}, file: func(l *tableLog) string { return filepath.Join(l.dir, genName(2)) }},
 		{name: "stray files and leftovers of a compaction", survive: 200, damage: func(t *testing.T, l *tableLog) {
 			os.WriteFile(filepath.Join(l.gen, "notes.txt"), []byte("x"), 0o644)
 			os.WriteFile(filepath.Join(l.dir, "README"), []byte("x"), 0o644)
@@ -445,4 +448,44 @@ func TestTornTwice(t *testing.T) {
 		t.Fatalf("second repair %+v, want the whole new batch cut (4 intact entries dropped)", r)
 	}
 	checkEntries(t, replayAll(t, w), survivors)
+}
+
+// TestRefusedGenerationKeepsTheLiveOne: an empty next generation directory
+// beside the live one (no compaction leaves one: it renames a complete
+// gen-{n}.tmp into place) is refused, and the refusal changes nothing: the
+// live generation is still there for the next Open once the operator
+// removed the stray directory.
+func TestRefusedGenerationKeepsTheLiveOne(t *testing.T) {
+	dir := t.TempDir()
+	w := openT(t, dir)
+	var want []Entry
+	for i := range 30 {
+		want = append(want, msg(int32(i%2), int64(i), 0))
+	}
+	appendT(t, w, want...)
+	closeT(t, w)
+	stray := filepath.Join(dir, genName(2))
+	if err := os.Mkdir(stray, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshotDir(t, dir)
+	for range 2 {
+		w, err := Open(dir)
+		if err == nil {
+			w.Close()
+			t.Fatal("Open took an empty generation directory for the live one")
+		}
+		if ce, ok := errors.AsType[*CorruptError](err); !ok || ce.File != stray {
+			t.Fatalf("Open: %v, want a *CorruptError naming %s", err, stray)
+		}
+		if after := snapshotDir(t, dir); after != before {
+			t.Fatalf("a refused Open changed the directory:\n%s\n->\n%s", before, after)
+		}
+	}
+	if err := os.Remove(stray); err != nil {
+		t.Fatal(err)
+	}
+	w = openT(t, dir)
+	defer closeT(t, w)
+	checkEntries(t, replayAll(t, w), want)
 }

@@ -154,7 +154,7 @@ func (w *WAL) genDir() string { return filepath.Join(w.root, genName(w.gen)) }
 // recover finds the live generation (making the first one in a new
 // directory), checks and repairs it, opens tidwall/wal on it and compacts.
 func (w *WAL) recover() error {
-	gen, err := liveGeneration(w.root)
+	gen, leftovers, err := liveGeneration(w.root)
 	if err != nil {
 		return err
 	}
@@ -176,6 +176,11 @@ func (w *WAL) recover() error {
 	}
 	if found.next == 1 {
 		return corrupt(dir, 1, -1, "the generation has no checkpoint entry")
+	}
+	// The live generation passed its checks: only now may what was
+	// around it go (a refusal changes nothing on disk).
+	if err := removeAll(leftovers); err != nil {
+		return err
 	}
 	if t := found.tear; t != nil {
 		if err := cutTail(t); err != nil {
