@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	"go.uber.org/zap"
+
 	"github.com/runnel-dev/runnel/forwarder"
 	"github.com/runnel-dev/runnel/vertex"
 	"github.com/runnel-dev/runnel/wal"
@@ -67,7 +69,8 @@ func addReduce[In, S, Out any](p *Pipeline, name string, in Stream[In], w vertex
 		spec := forwarder.ReduceSpec[In, S, Out]{Window: w, Reducer: red, Late: edgesOf[In](n, true)}
 		if s, ok := rt.cfg.storage.(*mmapStorage); ok {
 			dir := filepath.Join(s.dir, p.name+".wal", n.name, fmt.Sprintf("replica-%d-of-%d", r, n.cfg.Replicas))
-			log, err := wal.Open(dir)
+			// The WAL logs what its recovery repaired.
+			log, err := wal.Open(dir, wal.Logger(rt.log.With(zap.String("vertex", n.name), zap.Int("replica", r))))
 			if err != nil {
 				return &VertexError{Vertex: n.name, Err: fmt.Errorf("reduce WAL of replica %d: %w", r, err)}
 			}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/runnel-dev/runnel/isb"
 )
 
@@ -18,6 +20,7 @@ type config struct {
 	compactMin   int64
 	compactSet   bool // CompactAfter was given
 	maxBatch     int
+	log          *zap.Logger // never nil after newConfig
 }
 
 // DefaultSegmentSize is the segment size without a SegmentSize option.
@@ -50,6 +53,9 @@ func newConfig(opts []Option) (config, error) {
 	case c.maxBatch < 1:
 		return bad("MaxBatchBytes", c.maxBatch, "must be at least 1")
 	}
+	if c.log == nil {
+		c.log = zap.NewNop()
+	}
 	if !c.compactSet {
 		c.compactMin = 2 * int64(c.segmentSize)
 	}
@@ -81,3 +87,10 @@ func CompactAfter(bytes int64) Option {
 // coalesces into one write and fsync. Default 8 MiB; a single larger Append
 // is still written whole, as one batch.
 func MaxBatchBytes(bytes int) Option { return func(c *config) { c.maxBatch = bytes } }
+
+// Logger sets where Open reports what it repaired: a torn tail cut (with
+// the intact entries of the unacknowledged batch cut with it), a write
+// batch a crash cut short and ended, what a compaction left behind and was
+// removed. The same is in Recovered. A nil logger (the default) logs
+// nothing.
+func Logger(l *zap.Logger) Option { return func(c *config) { c.log = l } }
