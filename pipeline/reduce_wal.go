@@ -262,7 +262,8 @@ func partitionDir(dir string, part int) string {
 func openPartitionLog(dir string, part, parts int, w vertex.Windowing, log *zap.Logger) (*wal.WAL, error) {
 	pdir := partitionDir(dir, part)
 	asked := partitionMeta(w, part, parts)
-	l, err := wal.Open(pdir, wal.Metadata(asked))
+	// The WAL logs what its recovery repaired.
+	l, err := wal.Open(pdir, wal.Metadata(asked), wal.Logger(log.With(zap.Int("partition", part))))
 	if err != nil {
 		return nil, fmt.Errorf("reduce WAL of partition %d: %w", part, err)
 	}

@@ -17,6 +17,8 @@ func runChild() bool {
 		lockChild()
 	case "crash":
 		crashChild()
+	case "reopen":
+		reopenChild()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown child", os.Getenv(childEnv))
 		os.Exit(2)

@@ -267,6 +267,7 @@ func (w *WAL) switchTo(b built, old string, dropped map[windowKey]Window) error 
 	// changes nothing.
 	w.log.Close()
 	w.gen++
+	w.marker = 0 // a new generation has no clean-close record
 	w.last, w.tail, w.genBytes, w.keptSize = b.last, b.tailSize, b.bytes, b.bytes
 	for k := range dropped {
 		delete(w.closed, k)

@@ -49,14 +49,23 @@
 //	        00000000000000000001           tidwall/wal segment files, named by
 //	        00000000000000052113           the index of their first entry
 //	        TAIL                           first index of the newest segment
+//	        CLOSED                         last index at the last clean Close
 //	    gen-00000000000000000008.tmp/      a compaction in progress
 //
 // Compaction writes gen-{n+1}.tmp, fsyncs it, renames it to gen-{n+1} and
 // fsyncs {dir}: the rename is the switch. Open takes the highest gen-{n}
-// and removes older generations and .tmp ones (what a crash leaves around
-// a switch). TAIL (8-byte index, crc32c; replaced atomically when a batch
+// and, once it passed every check of Recovery, removes older generations
+// and .tmp ones (what a crash leaves around a switch): a highest
+// generation that is refused (an empty directory, say, which no switch
+// leaves) leaves the one before it in place. TAIL (8-byte index, crc32c; replaced atomically when a batch
 // starts a segment, with a directory fsync that tidwall/wal does not do)
-// lets Open notice a deleted newest segment. Files named like a segment
+// lets Open notice a deleted newest segment. CLOSED (8-byte index of the
+// last entry, crc32c; written atomically by Close once the log is fsync'd,
+// unless the WAL stopped on a write error) records a clean close, as
+// isb/mmap's producer.offset does; a generation a compaction builds starts
+// without one. It is not cleared by the next Open or Append (that would
+// cost an fsync at the first append): entries after the index it names
+// were appended after a clean Open. Files named like a segment
 // with a suffix (tidwall/wal's .START/.END/.TEMP, which its Open would act
 // on) are refused; other stray files are left alone.
 //
@@ -108,19 +117,27 @@
 // if nothing after it is an intact entry of another write batch than the
 // one in flight at the crash (the batch of the entry before the damage, or
 // the next one if that entry ended its batch): a kill tears a prefix, a
-// power loss may also persist later sectors of the unsynced write. The tail
-// is cut (truncate, fsync) and reported in Recovered.Repaired, and
-// tidwall/wal, which refuses a torn tail itself, opens the repaired log.
+// power loss may also persist later sectors of the unsynced write. Only a
+// crash tears, and only what was appended after the last clean close: a
+// bad entry at or below the index CLOSED names was fsync'd and
+// acknowledged before that Close, so it is damage, whatever follows it, and
+// so is a log that ends before that index (entries removed at a boundary).
+// The tail is cut (truncate, fsync), logged (Logger) and reported in
+// Recovered.Repaired, with each intact entry cut with it (partition and
+// offset: never acknowledged, so the ISB redelivers them); tidwall/wal,
+// which refuses a torn tail itself, opens the repaired log.
 // Any other damage (an intact entry of a later batch after the bad one,
-// damage in an earlier segment, a missing, short or extra segment, a first
-// entry that is not a checkpoint) is a *CorruptError naming the segment
-// file, the entry index and the byte position; an intact entry of another
-// format version is a *VersionError. Neither changes anything on disk.
-// One change is not detectable: bytes removed from the end of the newest
-// segment exactly at an entry boundary look like a crash before those
-// batches were written (the log keeps no record of where it ends, which
-// would cost a second fsync per batch); a crash itself never does this to
-// acknowledged entries, since they were fsync'd.
+// damage in an earlier segment or at or below CLOSED, a missing, short or
+// extra segment, a first entry that is not a checkpoint, a damaged CLOSED)
+// is a *CorruptError naming the file, the entry index and the byte
+// position; an intact entry of another format version is a *VersionError.
+// Neither changes anything on disk. After a clean close with nothing
+// appended since, Recovered.Clean is set. One change is not detectable
+// after a crash: bytes removed from the end of the newest segment exactly
+// at an entry boundary, past what CLOSED names, look like a crash before
+// those batches were written (marking where the log ends after every
+// batch would cost a second fsync per batch); a crash itself never does
+// this to acknowledged entries, since they were fsync'd.
 //
 // Open reads the whole live generation, which compaction keeps to the open
 // windows (3-5M entries per CPU-second here; see docs/benchmarks.md).

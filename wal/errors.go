@@ -37,7 +37,8 @@ var (
 var errDamaged = errors.New("damaged entry")
 
 // CorruptError reports damage a crash cannot have caused: a bad entry
-// followed by entries of a later, acknowledged write batch, a segment with
+// followed by entries of a later, acknowledged write batch, a bad or
+// missing entry that a clean Close recorded as acknowledged, a segment with
 // the wrong number of entries, a missing segment, a stray file the log would
 // act on. Nothing is repaired or dropped when Open returns it.
 type CorruptError struct {

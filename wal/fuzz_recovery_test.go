@@ -17,9 +17,14 @@ import (
 // holding at least every entry before the first damaged byte (a torn tail
 // is cut there, nothing before it).
 //
+// The log was closed cleanly: while its CLOSED record is unchanged, every
+// entry up to the one it names was acknowledged, so an Open that succeeds
+// must replay all of them (it may only cut bytes after the last one). An
+// operation removing or damaging CLOSED makes the files a crash image.
+//
 // The input is a list of 6-byte operations: kind, file, a 16-bit position
 // and a 16-bit argument. Files are the generation's segments in order,
-// then TAIL.
+// then TAIL, then CLOSED.
 func FuzzRecovery(f *testing.F) {
 	op := func(kind, file byte, pos, arg uint16) []byte {
 		b := []byte{kind, file, 0, 0, 0, 0}
@@ -36,6 +41,15 @@ func FuzzRecovery(f *testing.F) {
 	f.Add(op(opRemove, 2, 0, 0))
 	f.Add(op(opRemove, 4, 0, 0))
 	f.Add(slices.Concat(op(opTruncate, 3, 900, 0), op(opExtend, 3, 0, 50)))
+	// The last segment cut short, the last entry damaged,
+	// zeros after the log: refused or all kept after a clean close...
+	last := byte(recoverySegments - 1)
+	f.Add(op(opTruncate, last, 1024, 0))
+	f.Add(op(opFlip, last, 0xffff, 4))
+	f.Add(op(opExtend, last, 0, 100))
+	// ... and as after a crash once CLOSED is gone or damaged.
+	f.Add(slices.Concat(op(opRemove, last+2, 0, 0), op(opFlip, last, 0xffff, 4)))
+	f.Add(slices.Concat(op(opFlip, last+2, 3, 1), op(opTruncate, last, 1024, 0)))
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		template, want := recoveryTemplate(t)
 		dir := t.TempDir()
@@ -51,7 +65,11 @@ func FuzzRecovery(f *testing.F) {
 		for ; len(ops) >= 6; ops = ops[6:] {
 			recoveryDamage(files, ops[:6])
 		}
-		intact := intactPrefix(t, gen, files[:len(files)-1], orig)
+		intact := intactPrefix(t, gen, files[:len(files)-2], orig)
+		closed := files[len(files)-1]
+		if now, err := os.ReadFile(closed); err == nil && string(now) == string(orig[closed]) {
+			intact = len(want) // acknowledged, recorded by a clean close
+		}
 		w, err := Open(dir, SegmentSize(tableSeg), CompactEvery(0))
 		if err != nil {
 			var ce *CorruptError
@@ -126,8 +144,14 @@ func recoveryFiles(t *testing.T, gen string) []string {
 	for _, s := range segs {
 		files = append(files, s.path)
 	}
-	return append(files, filepath.Join(gen, hintFile))
+	if len(files) != recoverySegments {
+		t.Fatalf("the template has %d segments, the seeds are written for %d", len(files), recoverySegments)
+	}
+	return append(files, filepath.Join(gen, hintFile), filepath.Join(gen, closedFile))
 }
+
+// recoverySegments is how many segments the template has.
+const recoverySegments = 4
 
 func recoveryDamage(files []string, op []byte) {
 	path := files[int(op[1])%len(files)]

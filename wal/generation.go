@@ -22,7 +22,10 @@ const (
 	tmpSuffix = ".tmp"
 	hintFile  = "TAIL"
 	hintSize  = 12 // first index of the newest segment u64, crc32c u32
-	nameWidth = 20 // tidwall/wal's segment name: %020d
+	// closedFile records a clean Close: the index of the last entry then.
+	closedFile = "CLOSED"
+	closedSize = 12 // last index u64, crc32c u32
+	nameWidth  = 20 // tidwall/wal's segment name: %020d
 )
 
 func genName(n uint64) string { return fmt.Sprintf("%s%020d", genPrefix, n) }
@@ -38,22 +41,23 @@ func parseGen(name string) (uint64, bool) {
 }
 
 // liveGeneration finds the live generation in root (0 when there is none)
-// and removes what a crash can leave beside it: a generation being built
+// and what a crash can leave beside it: a generation being built
 // (gen-{n}.tmp) and the one a compaction switched from but had not yet
-// deleted. Other files are not the log's and are left alone.
-func liveGeneration(root string) (uint64, error) {
+// deleted. It changes nothing: Open removes the leftovers (removeAll) only
+// once the live generation passed its checks, so that an Open refusing a
+// damaged newest generation leaves the one before it in place. Other
+// files are not the log's and are left alone.
+func liveGeneration(root string) (live uint64, leftovers []string, _ error) {
 	des, err := os.ReadDir(root)
 	if err != nil {
-		return 0, fmt.Errorf("wal: %w", err)
+		return 0, nil, fmt.Errorf("wal: %w", err)
 	}
 	var gens []uint64
 	for _, de := range des {
 		name := de.Name()
 		if base, ok := strings.CutSuffix(name, tmpSuffix); ok {
 			if _, ok := parseGen(base); ok {
-				if err := os.RemoveAll(filepath.Join(root, name)); err != nil {
-					return 0, fmt.Errorf("wal: remove unfinished compaction: %w", err)
-				}
+				leftovers = append(leftovers, filepath.Join(root, name))
 			}
 			continue
 		}
@@ -62,16 +66,23 @@ func liveGeneration(root string) (uint64, error) {
 		}
 	}
 	if len(gens) == 0 {
-		return 0, nil
+		return 0, leftovers, nil
 	}
 	slices.Sort(gens)
-	live := gens[len(gens)-1]
 	for _, n := range gens[:len(gens)-1] {
-		if err := os.RemoveAll(filepath.Join(root, genName(n))); err != nil {
-			return 0, fmt.Errorf("wal: remove compacted generation: %w", err)
+		leftovers = append(leftovers, filepath.Join(root, genName(n)))
+	}
+	return gens[len(gens)-1], leftovers, nil
+}
+
+// removeAll removes the leftovers liveGeneration found.
+func removeAll(paths []string) error {
+	for _, p := range paths {
+		if err := os.RemoveAll(p); err != nil {
+			return fmt.Errorf("wal: remove what a compaction left behind: %w", err)
 		}
 	}
-	return live, nil
+	return nil
 }
 
 // segmentFile is one tidwall/wal segment of a generation.
@@ -139,6 +150,36 @@ func readHint(path string) (uint64, error) {
 	}
 	if len(b) != hintSize || crc32.Checksum(b[:8], castagnoli) != binary.LittleEndian.Uint32(b[8:]) {
 		return 0, corrupt(path, 0, -1, "tail hint is not %d bytes with a matching crc32c", hintSize)
+	}
+	return binary.LittleEndian.Uint64(b), nil
+}
+
+// writeClosed records, atomically, that the log of generation dir was
+// closed cleanly with last as its last entry: every entry up to it was
+// fsync'd and acknowledged, so Open takes damage to any of them for
+// corruption, never for a torn tail.
+func writeClosed(dir string, last uint64) error {
+	b := binary.LittleEndian.AppendUint64(nil, last)
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return writeFileAtomic(filepath.Join(dir, closedFile), b)
+}
+
+// readClosed returns the last index the generation's clean-close record
+// names, 0 when there is none (a new generation, or a crash before any
+// clean Close of it). A damaged record is a *CorruptError: Open cannot
+// tell then whether a damaged tail was acknowledged.
+func readClosed(dir string) (uint64, error) {
+	path := filepath.Join(dir, closedFile)
+	// A CLOSED.tmp a crash left is replaced by the next Close's write.
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("wal: %w", err)
+	}
+	if len(b) != closedSize || crc32.Checksum(b[:8], castagnoli) != binary.LittleEndian.Uint32(b[8:]) {
+		return 0, corrupt(path, 0, -1, "clean-close record is not %d bytes with a matching crc32c (remove it to open the log as after a crash, which cuts a damaged last write batch)", closedSize)
 	}
 	return binary.LittleEndian.Uint64(b), nil
 }

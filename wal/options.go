@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/runnel-dev/runnel/isb"
 )
 
@@ -22,6 +24,7 @@ type config struct {
 	meta          map[string]string // Metadata
 	seedOffsets   map[int32]int64   // Seed
 	seedWatermark time.Time
+	log           *zap.Logger // never nil after newConfig
 }
 
 // DefaultSegmentSize is the segment size without a SegmentSize option.
@@ -56,6 +59,9 @@ func newConfig(opts []Option) (config, error) {
 	case checkTime("watermark", c.seedWatermark) != nil:
 		return bad("Seed", c.seedWatermark, "the watermark must lie in the years 1678-2261")
 	}
+	if c.log == nil {
+		c.log = zap.NewNop()
+	}
 	if !c.compactSet {
 		c.compactMin = 2 * int64(c.segmentSize)
 	}
@@ -87,3 +93,10 @@ func CompactAfter(bytes int64) Option {
 // coalesces into one write and fsync. Default 8 MiB; a single larger Append
 // is still written whole, as one batch.
 func MaxBatchBytes(bytes int) Option { return func(c *config) { c.maxBatch = bytes } }
+
+// Logger sets where Open reports what it repaired: a torn tail cut (with
+// the intact entries of the unacknowledged batch cut with it), a write
+// batch a crash cut short and ended, what a compaction left behind and was
+// removed. The same is in Recovered. A nil logger (the default) logs
+// nothing.
+func Logger(l *zap.Logger) Option { return func(c *config) { c.log = l } }

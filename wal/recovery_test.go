@@ -10,17 +10,31 @@ import (
 	"testing"
 
 	tidwall "github.com/tidwall/wal"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // The damage table: a log of 40 batches of 5 messages in 4 KiB segments is
-// damaged as each case says and opened. Repaired cases say how many of the
-// 200 messages survive (always a prefix, in order, checked entry by entry),
-// refused ones which error, file and entry index.
+// damaged as each case says and opened, in three states: after a crash (no
+// clean-close record), after a crash that followed a clean Close and a
+// reopen that appended the last batch (a CLOSED record naming entry 196,
+// before that batch), and after a clean Close (CLOSED naming the last
+// entry). Repaired cases say how many of the 200 messages survive (always
+// a prefix, in order, checked entry by entry) and what was cut, which
+// Recovered reports and Open logs; refused ones which error, file and entry
+// index, and that the directory did not change.
 
 const (
 	tableBatches = 40
 	tableBatch   = 5
 	tableSeg     = 4096
+)
+
+// The states a table log is damaged in.
+const (
+	afterCrash       = "after a crash"
+	afterCrashReopen = "after a crash following a clean reopen"
+	afterClean       = "after a clean close"
 )
 
 // tableLog is the undamaged log the cases start from.
@@ -31,25 +45,55 @@ type tableLog struct {
 	want []Entry
 }
 
-func buildTableLog(t *testing.T) *tableLog {
+func tableBatchEntries(b int) []Entry {
+	var batch []Entry
+	for i := range tableBatch {
+		seq := int64(b*tableBatch + i)
+		e := msg(int32(seq%2), seq, b/10)
+		// Padded so that each entry keeps its size from before
+		// message ids (version 1), and the cases their layout.
+		e.Value = append(e.Value, strings.Repeat("-", 60-1-len(e.ID))...)
+		batch = append(batch, e)
+	}
+	return batch
+}
+
+// buildTableLog builds the table's log in state (afterCrash when empty).
+func buildTableLog(t *testing.T, state ...string) *tableLog {
 	dir := t.TempDir()
 	w := openT(t, dir, SegmentSize(tableSeg))
 	var want []Entry
+	reopen := len(state) > 0 && state[0] == afterCrashReopen
 	for b := range tableBatches {
-		var batch []Entry
-		for i := range tableBatch {
-			seq := int64(b*tableBatch + i)
-			e := msg(int32(seq%2), seq, b/10)
-			// Padded so that each entry keeps its size from before
-			// message ids (version 1), and the cases their layout.
-			e.Value = append(e.Value, strings.Repeat("-", 60-1-len(e.ID))...)
-			batch = append(batch, e)
+		if reopen && b == tableBatches-1 {
+			closeT(t, w)
+			w = openT(t, dir, SegmentSize(tableSeg))
+			if !w.Recovered().Clean {
+				t.Fatalf("reopen after a clean close: %+v", w.Recovered())
+			}
 		}
+		batch := tableBatchEntries(b)
 		appendT(t, w, batch...)
 		want = append(want, batch...)
 	}
-	closeT(t, w)
 	gen := filepath.Join(dir, genName(1))
+	if reopen {
+		// What a kill leaves: the appends were fsync'd, Close never ran.
+		img := t.TempDir()
+		if err := os.CopyFS(img, os.DirFS(dir)); err != nil {
+			t.Fatal(err)
+		}
+		closeT(t, w)
+		dir, gen = img, filepath.Join(img, genName(1))
+		if m, err := readClosed(gen); err != nil || m != uint64(len(want)-tableBatch+1) {
+			t.Fatalf("crash image records a clean close at entry %d (%v), want %d", m, err, len(want)-tableBatch+1)
+		}
+	} else {
+		closeT(t, w)
+		if len(state) == 0 || state[0] == afterCrash {
+			crashImage(t, gen)
+		}
+	}
 	segs, _, err := listSegments(gen)
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +102,29 @@ func buildTableLog(t *testing.T) *tableLog {
 		t.Fatalf("want at least 5 segments, got %d", len(segs))
 	}
 	return &tableLog{dir: dir, gen: gen, segs: segs, want: want}
+}
+
+// copy returns a copy of l in a directory of t's.
+func (l *tableLog) copy(t *testing.T) *tableLog {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(l.dir)); err != nil {
+		t.Fatal(err)
+	}
+	c := &tableLog{dir: dir, gen: filepath.Join(dir, filepath.Base(l.gen)), want: l.want}
+	for _, s := range l.segs {
+		c.segs = append(c.segs, segmentFile{path: filepath.Join(c.gen, filepath.Base(s.path)), first: s.first})
+	}
+	return c
+}
+
+// crashImage turns a generation closed cleanly into what a crash leaves:
+// the same files without the clean-close record.
+func crashImage(t *testing.T, gen string) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(gen, closedFile)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // frame is an entry's position on disk: message m (0-based) is index m+2.
@@ -146,96 +213,158 @@ func setVersion(t *testing.T, f frame, v byte) {
 	}
 }
 
-func TestDamageTable(t *testing.T) {
+// outcome is what Open must do with a damaged log.
+type outcome struct {
+	// Repaired (or clean) opens: messages that survive, whether a tail is
+	// cut, and how many intact entries are cut with it.
+	survive int
+	cut     bool
+	dropped int
+	// Refused opens: the error, and the file and entry index it names
+	// (index nil: any).
+	refuse error
+	file   func(l *tableLog) string
+	index  func(l *tableLog) uint64
+}
+
+func refused(err error, file func(*tableLog) string, index func(*tableLog) uint64) outcome {
+	return outcome{refuse: err, file: file, index: index}
+}
+
+func entry(i uint64) func(*tableLog) uint64 { return func(*tableLog) uint64 { return i } }
+
+func lastSegment(l *tableLog) string { return l.segs[len(l.segs)-1].path }
+
+func segmentOf(i uint64) func(*tableLog) string {
+	return func(l *tableLog) string { return l.segs[l.segOf(i)].path }
+}
+
+type damageCase struct {
+	name   string
+	damage func(t *testing.T, l *tableLog)
+	crash  outcome  // after a crash, also one that followed a clean reopen
+	clean  *outcome // after a clean close, when it differs
+	only   string   // run in this state alone
+	// extraOK checks more after a successful open.
+	extraOK func(t *testing.T, l *tableLog)
+}
+
+func damageCases() []damageCase {
 	last := uint64(tableBatches*tableBatch + 1) // index of the last message
-	cases := []struct {
-		name   string
-		damage func(t *testing.T, l *tableLog) // may return expectations through the closure
-		// Repaired (or clean) opens: messages that survive, and the cut.
-		survive int
-		cut     bool
-		dropped int
-		// Refused opens: the error, and the file and index it names.
-		refuse  error
-		file    func(l *tableLog) string
-		index   uint64
-		extraOK func(t *testing.T, l *tableLog)
-	}{
-		{name: "clean", damage: func(*testing.T, *tableLog) {}, survive: 200},
-		{name: "torn tail: last entry cut short", survive: 199, cut: true, damage: func(t *testing.T, l *tableLog) {
-			f := l.frame(t, last)
-			truncateTo(t, f.file, f.end-5)
-		}},
-		{name: "torn tail: last frame's length cut", survive: 199, cut: true, damage: func(t *testing.T, l *tableLog) {
-			f := l.frame(t, last)
-			truncateTo(t, f.file, f.pos+1)
-		}},
-		{name: "torn tail: zeros after the log (size persisted, data not)", survive: 200, cut: true, damage: func(t *testing.T, l *tableLog) {
-			p := l.segs[len(l.segs)-1].path
-			truncateTo(t, p, fileSize(t, p)+300)
-		}},
-		{name: "torn last batch: middle entry damaged, its later entries intact (power loss)", survive: 197, cut: true, dropped: 2, damage: func(t *testing.T, l *tableLog) {
-			f := l.frame(t, last-2)
-			flipByte(t, f.file, f.data+20)
-		}},
-		{name: "torn last batch: first entry damaged, rest intact", survive: 195, cut: true, dropped: 4, damage: func(t *testing.T, l *tableLog) {
-			f := l.frame(t, last-4)
-			flipByte(t, f.file, f.end-1)
-		}},
-		{name: "flipped byte mid-log in the last segment, later batches intact", refuse: ErrCorrupt, damage: func(t *testing.T, l *tableLog) {
-			f := l.frame(t, l.segs[len(l.segs)-1].first)
-			if f.file != l.segs[len(l.segs)-1].path || l.segOf(last-tableBatch) != len(l.segs)-1 {
-				t.Fatal("the last segment must hold more than the last batch")
-			}
-			flipByte(t, f.file, f.data+16)
-		}, file: func(l *tableLog) string { return l.segs[len(l.segs)-1].path }, index: 0 /* set below */},
-		{name: "flipped byte in an earlier segment", refuse: ErrCorrupt, index: 40, damage: func(t *testing.T, l *tableLog) {
+	lastBatchInLastSegment := func(t *testing.T, l *tableLog) {
+		if l.segOf(last-tableBatch+1) != len(l.segs)-1 {
+			t.Fatal("the last segment must hold the whole last batch")
+		}
+	}
+	return []damageCase{
+		{name: "clean", damage: func(*testing.T, *tableLog) {}, crash: outcome{survive: 200}},
+		{name: "torn tail: last entry cut short", crash: outcome{survive: 199, cut: true},
+			clean: &outcome{refuse: ErrCorrupt, file: lastSegment, index: entry(last)},
+			damage: func(t *testing.T, l *tableLog) {
+				f := l.frame(t, last)
+				truncateTo(t, f.file, f.end-5)
+			}},
+		{name: "torn tail: last frame's length cut", crash: outcome{survive: 199, cut: true},
+			clean: &outcome{refuse: ErrCorrupt, file: lastSegment, index: entry(last)},
+			damage: func(t *testing.T, l *tableLog) {
+				f := l.frame(t, last)
+				truncateTo(t, f.file, f.pos+1)
+			}},
+		// After a clean close no acknowledged entry is in the zeros:
+		// cutting them loses nothing.
+		{name: "torn tail: zeros after the log (size persisted, data not)", crash: outcome{survive: 200, cut: true},
+			damage: func(t *testing.T, l *tableLog) {
+				p := l.segs[len(l.segs)-1].path
+				truncateTo(t, p, fileSize(t, p)+300)
+			}},
+		{name: "flipped byte in the last batch, its later entries intact (power loss)", crash: outcome{survive: 197, cut: true, dropped: 2},
+			clean: &outcome{refuse: ErrCorrupt, file: lastSegment, index: entry(last - 2)},
+			damage: func(t *testing.T, l *tableLog) {
+				f := l.frame(t, last-2)
+				flipByte(t, f.file, f.data+20)
+			}},
+		{name: "flipped byte in the last batch's first entry, the rest intact", crash: outcome{survive: 195, cut: true, dropped: 4},
+			clean: &outcome{refuse: ErrCorrupt, file: lastSegment, index: entry(last - 4)},
+			damage: func(t *testing.T, l *tableLog) {
+				lastBatchInLastSegment(t, l)
+				f := l.frame(t, last-4)
+				flipByte(t, f.file, f.end-1)
+			}},
+		// After a crash this looks like a crash before the batch was
+		// written; after a clean close the record says what is missing.
+		{name: "last batch removed at an entry boundary", crash: outcome{survive: 195},
+			clean: &outcome{refuse: ErrCorrupt, file: lastSegment, index: entry(last - 4)},
+			damage: func(t *testing.T, l *tableLog) {
+				lastBatchInLastSegment(t, l)
+				f := l.frame(t, last-4)
+				truncateTo(t, f.file, f.pos)
+			}},
+		{name: "flipped byte mid-log in the last segment, later batches intact", crash: refused(ErrCorrupt, lastSegment, func(l *tableLog) uint64 { return l.segs[len(l.segs)-1].first }),
+			damage: func(t *testing.T, l *tableLog) {
+				f := l.frame(t, l.segs[len(l.segs)-1].first)
+				if f.file != l.segs[len(l.segs)-1].path || l.segOf(last-tableBatch) != len(l.segs)-1 {
+					t.Fatal("the last segment must hold more than the last batch")
+				}
+				flipByte(t, f.file, f.data+16)
+			}},
+		{name: "flipped byte in an earlier segment", crash: refused(ErrCorrupt, segmentOf(40), entry(40)), damage: func(t *testing.T, l *tableLog) {
 			f := l.frame(t, 40)
 			flipByte(t, f.file, f.data+30)
-		}, file: func(l *tableLog) string { return l.segs[l.segOf(40)].path }},
-		{name: "flipped frame length in an earlier segment", refuse: ErrCorrupt, index: 40, damage: func(t *testing.T, l *tableLog) {
+		}},
+		{name: "flipped frame length in an earlier segment", crash: refused(ErrCorrupt, segmentOf(40), entry(40)), damage: func(t *testing.T, l *tableLog) {
 			f := l.frame(t, 40)
 			flipByte(t, f.file, f.pos)
-		}, file: func(l *tableLog) string { return l.segs[l.segOf(40)].path }},
-		{name: "damaged checkpoint (entry 1)", refuse: ErrCorrupt, index: 1, damage: func(t *testing.T, l *tableLog) {
+		}},
+		{name: "damaged checkpoint (entry 1)", crash: refused(ErrCorrupt, segmentOf(1), entry(1)), damage: func(t *testing.T, l *tableLog) {
 			flipByte(t, l.segs[0].path, 3)
-		}, file: func(l *tableLog) string { return l.segs[0].path }},
-		{name: "earlier segment truncated mid-entry", refuse: ErrCorrupt, damage: func(t *testing.T, l *tableLog) {
-			truncateTo(t, l.segs[1].path, fileSize(t, l.segs[1].path)-7)
-		}, file: func(l *tableLog) string { return l.segs[1].path }, index: 0 /* the segment's last entry: set below */},
-		{name: "earlier segment truncated at an entry boundary", refuse: ErrCorrupt, damage: func(t *testing.T, l *tableLog) {
-			f := l.frame(t, l.segs[2].first-1)
-			truncateTo(t, f.file, f.pos)
-		}, file: func(l *tableLog) string { return l.segs[2].path }, index: 0 /* set below */},
-		{name: "middle segment deleted", refuse: ErrCorrupt, damage: func(t *testing.T, l *tableLog) {
-			os.Remove(l.segs[2].path)
-		}, file: func(l *tableLog) string { return l.segs[3].path }, index: 0 /* set below */},
-		{name: "newest segment deleted", refuse: ErrCorrupt, damage: func(t *testing.T, l *tableLog) {
+		}},
+		{name: "earlier segment truncated mid-entry", crash: refused(ErrCorrupt, func(l *tableLog) string { return l.segs[1].path }, func(l *tableLog) uint64 { return l.segs[2].first - 1 }),
+			damage: func(t *testing.T, l *tableLog) {
+				truncateTo(t, l.segs[1].path, fileSize(t, l.segs[1].path)-7)
+			}},
+		{name: "earlier segment truncated at an entry boundary", crash: refused(ErrCorrupt, func(l *tableLog) string { return l.segs[2].path }, func(l *tableLog) uint64 { return l.segs[2].first - 1 }),
+			damage: func(t *testing.T, l *tableLog) {
+				f := l.frame(t, l.segs[2].first-1)
+				truncateTo(t, f.file, f.pos)
+			}},
+		{name: "middle segment deleted", crash: refused(ErrCorrupt, func(l *tableLog) string { return l.segs[3].path }, func(l *tableLog) uint64 { return l.segs[2].first }),
+			damage: func(t *testing.T, l *tableLog) {
+				os.Remove(l.segs[2].path)
+			}},
+		{name: "newest segment deleted", crash: refused(ErrCorrupt, func(l *tableLog) string { return l.gen }, nil), damage: func(t *testing.T, l *tableLog) {
 			os.Remove(l.segs[len(l.segs)-1].path)
-		}, file: func(l *tableLog) string { return l.gen }},
-		{name: "first segment deleted", refuse: ErrCorrupt, damage: func(t *testing.T, l *tableLog) {
+		}},
+		{name: "first segment deleted", crash: refused(ErrCorrupt, func(l *tableLog) string { return l.gen }, nil), damage: func(t *testing.T, l *tableLog) {
 			os.Remove(l.segs[0].path)
-		}, file: func(l *tableLog) string { return l.gen }},
-		{name: "live generation deleted (its metadata record kept)", refuse: ErrCorrupt, damage: func(t *testing.T, l *tableLog) {
+		}},
+		{name: "live generation deleted (its metadata record kept)", crash: refused(ErrCorrupt, func(l *tableLog) string { return l.dir }, nil), damage: func(t *testing.T, l *tableLog) {
 			os.RemoveAll(l.gen)
-		}, file: func(l *tableLog) string { return l.dir }},
-		{name: "metadata record: flipped byte", refuse: ErrCorrupt, damage: func(t *testing.T, l *tableLog) {
+		}},
+		{name: "metadata record: flipped byte", crash: refused(ErrCorrupt, func(l *tableLog) string { return filepath.Join(l.dir, metaFile) }, nil), damage: func(t *testing.T, l *tableLog) {
 			flipByte(t, filepath.Join(l.dir, metaFile), metaHeaderSize)
-		}, file: func(l *tableLog) string { return filepath.Join(l.dir, metaFile) }},
-		{name: "metadata record: truncated", refuse: ErrCorrupt, damage: func(t *testing.T, l *tableLog) {
+		}},
+		{name: "metadata record: truncated", crash: refused(ErrCorrupt, func(l *tableLog) string { return filepath.Join(l.dir, metaFile) }, nil), damage: func(t *testing.T, l *tableLog) {
 			truncateTo(t, filepath.Join(l.dir, metaFile), 10)
-		}, file: func(l *tableLog) string { return filepath.Join(l.dir, metaFile) }},
-		{name: "metadata record missing (a log of an earlier version: adopted)", survive: 200, damage: func(t *testing.T, l *tableLog) {
+		}},
+		{name: "metadata record missing (a log of an earlier version: adopted)", crash: outcome{survive: 200}, damage: func(t *testing.T, l *tableLog) {
 			os.Remove(filepath.Join(l.dir, metaFile))
 		}, extraOK: func(t *testing.T, l *tableLog) {
 			if _, err := os.Stat(filepath.Join(l.dir, metaFile)); err != nil {
 				t.Errorf("no metadata record written: %v", err)
 			}
 		}},
-		{name: "stray tidwall/wal .START file", refuse: ErrCorrupt, damage: func(t *testing.T, l *tableLog) {
+		{name: "stray tidwall/wal .START file", crash: refused(ErrCorrupt, func(l *tableLog) string { return l.segs[1].path + ".START" }, nil), damage: func(t *testing.T, l *tableLog) {
 			os.WriteFile(l.segs[1].path+".START", []byte("x"), 0o644)
-		}, file: func(l *tableLog) string { return l.segs[1].path + ".START" }},
-		{name: "stray files and leftovers of a compaction", survive: 200, damage: func(t *testing.T, l *tableLog) {
+		}},
+		{name: "empty next generation directory beside the live one", crash: refused(ErrCorrupt, func(l *tableLog) string { return filepath.Join(l.dir, genName(2)) }, nil),
+			damage: func(t *testing.T, l *tableLog) {
+				os.Mkdir(filepath.Join(l.dir, genName(2)), 0o755)
+			}},
+		{name: "damaged clean-close record", only: afterClean, crash: refused(ErrCorrupt, func(l *tableLog) string { return filepath.Join(l.gen, closedFile) }, nil),
+			damage: func(t *testing.T, l *tableLog) {
+				flipByte(t, filepath.Join(l.gen, closedFile), 2)
+			}},
+		{name: "stray files and leftovers of a compaction", crash: outcome{survive: 200}, damage: func(t *testing.T, l *tableLog) {
 			os.WriteFile(filepath.Join(l.gen, "notes.txt"), []byte("x"), 0o644)
 			os.WriteFile(filepath.Join(l.dir, "README"), []byte("x"), 0o644)
 			os.MkdirAll(filepath.Join(l.dir, genName(2)+tmpSuffix), 0o755)
@@ -257,84 +386,110 @@ func TestDamageTable(t *testing.T) {
 				}
 			}
 		}},
-		{name: "empty newest segment (crash right after a rollover)", survive: 200, damage: func(t *testing.T, l *tableLog) {
+		{name: "empty newest segment (crash right after a rollover)", crash: outcome{survive: 200}, damage: func(t *testing.T, l *tableLog) {
 			os.WriteFile(filepath.Join(l.gen, segmentName(last+1)), nil, 0o644)
 		}},
-		{name: "format version 1 (before message ids) mid-log", refuse: ErrVersion, index: 100, damage: func(t *testing.T, l *tableLog) {
+		{name: "format version 1 (before message ids) mid-log", crash: refused(ErrVersion, segmentOf(100), entry(100)), damage: func(t *testing.T, l *tableLog) {
 			setVersion(t, l.frame(t, 100), 1)
-		}, file: func(l *tableLog) string { return l.segs[l.segOf(100)].path }},
-		{name: "wrong version at the tail (intact: not cut)", refuse: ErrVersion, index: last, damage: func(t *testing.T, l *tableLog) {
+		}},
+		{name: "wrong version at the tail (intact: not cut)", crash: refused(ErrVersion, lastSegment, entry(last)), damage: func(t *testing.T, l *tableLog) {
 			setVersion(t, l.frame(t, last), 9)
-		}, file: func(l *tableLog) string { return l.segs[len(l.segs)-1].path }},
+		}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			l := buildTableLog(t)
-			index := c.index
-			switch {
-			case strings.HasPrefix(c.name, "flipped byte mid-log in the last"):
-				index = l.segs[len(l.segs)-1].first
-			case c.name == "earlier segment truncated mid-entry":
-				index = l.segs[2].first - 1
-			case c.name == "earlier segment truncated at an entry boundary":
-				index = l.segs[2].first - 1
-			case c.name == "middle segment deleted":
-				index = l.segs[2].first
-			}
-			c.damage(t, l)
-			before := snapshotDir(t, l.dir)
-			w, err := Open(l.dir, SegmentSize(tableSeg))
-			if c.refuse != nil {
-				if err == nil {
-					w.Close()
-					t.Fatalf("Open succeeded, want %v", c.refuse)
+}
+
+func TestDamageTable(t *testing.T) {
+	for _, state := range []string{afterCrash, afterCrashReopen, afterClean} {
+		t.Run(state, func(t *testing.T) {
+			template := buildTableLog(t, state)
+			for _, c := range damageCases() {
+				if c.only != "" && c.only != state {
+					continue
 				}
-				if !errors.Is(err, c.refuse) {
-					t.Fatalf("Open: %v, want %v", err, c.refuse)
+				want := c.crash
+				if state == afterClean && c.clean != nil {
+					want = *c.clean
 				}
-				file, idx := "", uint64(0)
-				if ce, ok := errors.AsType[*CorruptError](err); ok {
-					file, idx = ce.File, ce.Index
-				} else if ve, ok := errors.AsType[*VersionError](err); ok {
-					file, idx = ve.File, ve.Index
-				}
-				if want := c.file(l); file != want {
-					t.Errorf("error names %s, want %s (%v)", file, want, err)
-				}
-				if index != 0 && idx != index {
-					t.Errorf("error names entry %d, want %d (%v)", idx, index, err)
-				}
-				if after := snapshotDir(t, l.dir); after != before {
-					t.Errorf("a refused Open changed the directory:\n%s\n->\n%s", before, after)
-				}
-				t.Logf("refused: %v", err)
-				return
-			}
-			if err != nil {
-				t.Fatalf("Open: %v", err)
-			}
-			rec := w.Recovered()
-			if c.cut != (rec.Repaired != nil) {
-				t.Fatalf("repaired %+v, want a cut: %v", rec.Repaired, c.cut)
-			}
-			if rec.Repaired != nil {
-				if rec.Repaired.Index != uint64(c.survive)+2 || rec.Repaired.Dropped != c.dropped {
-					t.Errorf("repair %+v: want cut at entry %d with %d intact entries dropped", rec.Repaired, c.survive+2, c.dropped)
-				}
-				t.Logf("repaired: %+v", *rec.Repaired)
-			}
-			checkEntries(t, replayAll(t, w), l.want[:c.survive])
-			// The repaired log takes appends and opens again whole.
-			more := msg(0, 1000, 9)
-			appendT(t, w, more)
-			closeT(t, w)
-			w = openT(t, l.dir, SegmentSize(tableSeg))
-			checkEntries(t, replayAll(t, w), append(l.want[:c.survive:c.survive], more))
-			closeT(t, w)
-			if c.extraOK != nil {
-				c.extraOK(t, l)
+				t.Run(c.name, func(t *testing.T) {
+					l := template.copy(t)
+					c.damage(t, l)
+					checkDamaged(t, l, want, c.extraOK)
+				})
 			}
 		})
+	}
+}
+
+// checkDamaged opens the damaged log l and checks the outcome.
+func checkDamaged(t *testing.T, l *tableLog, want outcome, extraOK func(*testing.T, *tableLog)) {
+	t.Helper()
+	before := snapshotDir(t, l.dir)
+	core, logs := observer.New(zap.InfoLevel)
+	w, err := Open(l.dir, SegmentSize(tableSeg), Logger(zap.New(core)))
+	if want.refuse != nil {
+		if err == nil {
+			w.Close()
+			t.Fatalf("Open succeeded, want %v", want.refuse)
+		}
+		if !errors.Is(err, want.refuse) {
+			t.Fatalf("Open: %v, want %v", err, want.refuse)
+		}
+		file, idx := "", uint64(0)
+		if ce, ok := errors.AsType[*CorruptError](err); ok {
+			file, idx = ce.File, ce.Index
+		} else if ve, ok := errors.AsType[*VersionError](err); ok {
+			file, idx = ve.File, ve.Index
+		}
+		if want := want.file(l); file != want {
+			t.Errorf("error names %s, want %s (%v)", file, want, err)
+		}
+		if want.index != nil && idx != want.index(l) {
+			t.Errorf("error names entry %d, want %d (%v)", idx, want.index(l), err)
+		}
+		if after := snapshotDir(t, l.dir); after != before {
+			t.Errorf("a refused Open changed the directory:\n%s\n->\n%s", before, after)
+		}
+		t.Logf("refused: %v", err)
+		return
+	}
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	rec := w.Recovered()
+	if want.cut != (rec.Repaired != nil) {
+		t.Fatalf("repaired %+v, want a cut: %v", rec.Repaired, want.cut)
+	}
+	cuts := logs.FilterMessageSnippet("cut a torn tail").All()
+	if r := rec.Repaired; r != nil {
+		if r.Index != uint64(want.survive)+2 || r.Dropped != want.dropped || len(r.Cut) != want.dropped {
+			t.Errorf("repair %+v: want cut at entry %d with %d intact entries dropped", r, want.survive+2, want.dropped)
+		}
+		for i, c := range r.Cut {
+			if m := l.want[len(l.want)-want.dropped+i]; c.GC || c.Partition != m.Partition || c.Offset != m.Offset {
+				t.Errorf("cut entry %d is %+v, want partition %d offset %d", i, c, m.Partition, m.Offset)
+			}
+		}
+		if len(cuts) != 1 || cuts[0].Level != zap.WarnLevel || cuts[0].ContextMap()["entry"] != r.Index || cuts[0].ContextMap()["segment"] != r.File ||
+			cuts[0].ContextMap()["intact entries cut"] != int64(want.dropped) {
+			t.Errorf("logged %+v, want one warning of the cut at entry %d", logs.All(), r.Index)
+		}
+		t.Logf("repaired: %+v; logged %v", *r, cuts[0].ContextMap())
+	} else if len(cuts) != 0 {
+		t.Errorf("logged a cut without a repair: %+v", cuts)
+	}
+	checkEntries(t, replayAll(t, w), l.want[:want.survive])
+	// The repaired log takes appends and opens again whole.
+	more := msg(0, 1000, 9)
+	appendT(t, w, more)
+	closeT(t, w)
+	w = openT(t, l.dir, SegmentSize(tableSeg))
+	checkEntries(t, replayAll(t, w), append(l.want[:want.survive:want.survive], more))
+	if !w.Recovered().Clean {
+		t.Errorf("the reopen after a clean close is not clean: %+v", w.Recovered())
+	}
+	closeT(t, w)
+	if extraOK != nil {
+		extraOK(t, l)
 	}
 }
 
@@ -433,6 +588,7 @@ func TestTornTwice(t *testing.T) {
 	}
 	appendT(t, w, next...)
 	closeT(t, w)
+	crashImage(t, l.gen) // the second run crashed too
 	// Damage the first entry of the new batch, wherever it is.
 	segs, _, err := listSegments(l.gen)
 	if err != nil {
@@ -461,4 +617,140 @@ func TestTornTwice(t *testing.T) {
 		t.Fatalf("second repair %+v, want the whole new batch cut (4 intact entries dropped)", r)
 	}
 	checkEntries(t, replayAll(t, w), survivors)
+}
+
+// TestRefusedGenerationKeepsTheLiveOne: an empty next generation directory
+// beside the live one (no compaction leaves one: it renames a complete
+// gen-{n}.tmp into place) is refused, and the refusal changes nothing: the
+// live generation is still there for the next Open once the operator
+// removed the stray directory.
+func TestRefusedGenerationKeepsTheLiveOne(t *testing.T) {
+	dir := t.TempDir()
+	w := openT(t, dir)
+	var want []Entry
+	for i := range 30 {
+		want = append(want, msg(int32(i%2), int64(i), 0))
+	}
+	appendT(t, w, want...)
+	closeT(t, w)
+	stray := filepath.Join(dir, genName(2))
+	if err := os.Mkdir(stray, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshotDir(t, dir)
+	for range 2 {
+		w, err := Open(dir)
+		if err == nil {
+			w.Close()
+			t.Fatal("Open took an empty generation directory for the live one")
+		}
+		if ce, ok := errors.AsType[*CorruptError](err); !ok || ce.File != stray {
+			t.Fatalf("Open: %v, want a *CorruptError naming %s", err, stray)
+		}
+		if after := snapshotDir(t, dir); after != before {
+			t.Fatalf("a refused Open changed the directory:\n%s\n->\n%s", before, after)
+		}
+	}
+	if err := os.Remove(stray); err != nil {
+		t.Fatal(err)
+	}
+	w = openT(t, dir)
+	defer closeT(t, w)
+	checkEntries(t, replayAll(t, w), want)
+}
+
+// TestCleanCloseDamageIsCorruption is issue 18's case: 3 batches of 10
+// closed cleanly, one byte flipped in the first entry of the last batch.
+// After a clean close that batch was acknowledged: Open refuses with a
+// *CorruptError naming the segment and entry and changes nothing. The same
+// files left by a crash (a copy taken while the log was open, before Close)
+// are a torn tail: the batch is cut, with its 9 intact entries.
+func TestCleanCloseDamageIsCorruption(t *testing.T) {
+	dir := t.TempDir()
+	w := openT(t, dir)
+	var want []Entry
+	for b := range 3 {
+		var batch []Entry
+		for i := range 10 {
+			batch = append(batch, msg(0, int64(b*10+i), 0))
+		}
+		appendT(t, w, batch...)
+		want = append(want, batch...)
+	}
+	crashed := t.TempDir()
+	if err := os.CopyFS(crashed, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	closeT(t, w)
+	const damaged = 22 // checkpoint, 20 messages, then the last batch
+	for _, d := range []string{dir, crashed} {
+		l := &tableLog{gen: filepath.Join(d, genName(1))}
+		l.segs, _, _ = listSegments(l.gen)
+		f := l.frame(t, damaged)
+		flipByte(t, f.file, f.data+20)
+	}
+	before := snapshotDir(t, dir)
+	if w, err := Open(dir); err == nil {
+		got := replayAll(t, w)
+		w.Close()
+		t.Fatalf("Open of a damaged log closed cleanly succeeded with %d of 30 entries, repair %+v", len(got), w.Recovered().Repaired)
+	} else if ce, ok := errors.AsType[*CorruptError](err); !ok || ce.Index != damaged || ce.File != filepath.Join(dir, genName(1), segmentName(1)) {
+		t.Fatalf("Open: %v, want a *CorruptError naming entry %d of the segment", err, damaged)
+	}
+	if after := snapshotDir(t, dir); after != before {
+		t.Fatalf("a refused Open changed the directory")
+	}
+	w = openT(t, crashed)
+	defer closeT(t, w)
+	if r := w.Recovered().Repaired; r == nil || r.Index != damaged || r.Dropped != 9 {
+		t.Fatalf("after a crash: repair %+v, want the last batch cut from entry %d with 9 intact entries", r, damaged)
+	}
+	checkEntries(t, replayAll(t, w), want[:20])
+}
+
+// TestCleanCloseRecord: Close records the last entry in CLOSED; an Open of
+// a log closed so, with nothing after it, is Clean, and closing it again
+// without appends rewrites nothing. A log Open compacted has a new
+// generation, which records its own clean close.
+func TestCleanCloseRecord(t *testing.T) {
+	dir := t.TempDir()
+	gen := filepath.Join(dir, genName(1))
+	w := openT(t, dir)
+	if w.Recovered().Clean {
+		t.Fatal("a new log is reported closed cleanly")
+	}
+	appendT(t, w, msg(0, 0, 0), msg(0, 1, 1))
+	closeT(t, w)
+	if m, err := readClosed(gen); err != nil || m != 3 {
+		t.Fatalf("CLOSED records entry %d (%v), want 3", m, err)
+	}
+	stat := func() os.FileInfo {
+		info, err := os.Stat(filepath.Join(gen, closedFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info
+	}
+	before := stat()
+	w = openT(t, dir)
+	if !w.Recovered().Clean {
+		t.Fatalf("reopen of a log closed cleanly: %+v", w.Recovered())
+	}
+	closeT(t, w)
+	if !os.SameFile(stat(), before) { // a rewrite renames a new file over it
+		t.Fatal("a Close without appends rewrote CLOSED")
+	}
+	w = openT(t, dir)
+	if err := w.GC(ctx, win(0).End, win(0)); err != nil {
+		t.Fatal(err)
+	}
+	closeT(t, w)
+	w = openT(t, dir) // compacts window 0 away into generation 2
+	if rec := w.Recovered(); !rec.Compacted || !rec.Clean {
+		t.Fatalf("recovered %+v, want a clean log compacted", rec)
+	}
+	closeT(t, w)
+	if m, err := readClosed(filepath.Join(dir, genName(2))); err != nil || m != 2 {
+		t.Fatalf("generation 2's CLOSED records entry %d (%v), want 2 (checkpoint, one message)", m, err)
+	}
 }

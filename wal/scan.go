@@ -20,11 +20,12 @@ type ref struct {
 // tear is a torn tail walk found in the last segment: where to cut it.
 type tear struct {
 	file    string
-	index   uint64 // first entry cut
-	offset  int64  // byte position the segment is cut at
-	size    int64  // bytes cut
-	reason  string // why the bytes there are not an entry
-	dropped int    // intact entries of the torn batch after the damage
+	index   uint64     // first entry cut
+	offset  int64      // byte position the segment is cut at
+	size    int64      // bytes cut
+	reason  string     // why the bytes there are not an entry
+	dropped int        // intact entries of the torn batch after the damage
+	cut     []CutEntry // those entries
 }
 
 // walked is what walk saw besides the entries.
@@ -169,9 +170,21 @@ func classifyDamage(file string, buf []byte, p int, index uint64, prev header, c
 			return nil, corrupt(file, index, int64(p), "%v; an intact entry of write batch %d follows at byte %d, so the damage is not a torn tail of batch %d", cause, h.batch, q, torn)
 		}
 		t.dropped++
+		t.cut = append(t.cut, cutEntry(q, h, e))
 		q = end - 1 // resume after this entry
 	}
 	return t, nil
+}
+
+// cutEntry describes the intact entry e, whose frame starts at byte q, for
+// the repair report.
+func cutEntry(q int, h header, e []byte) CutEntry {
+	c := CutEntry{Byte: int64(q), GC: h.kind == kindGC}
+	if h.kind == kindMessage && len(e) >= headerSize+12 {
+		c.Partition = int32(binary.LittleEndian.Uint32(e[headerSize:]))
+		c.Offset = int64(binary.LittleEndian.Uint64(e[headerSize+4:]))
+	}
+	return c
 }
 
 // readSegment returns the bytes of a segment file, mapped or read, and

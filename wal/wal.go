@@ -12,6 +12,7 @@ import (
 	"time"
 
 	tidwall "github.com/tidwall/wal"
+	"go.uber.org/zap"
 )
 
 // WAL is the write-ahead log of one reduce replica and its partition set.
@@ -44,6 +45,7 @@ type WAL struct {
 	// Owned by the committer goroutine (by Open before it starts).
 	running  *compaction // the compaction in progress, nil when none
 	gen      uint64
+	marker   uint64 // the last index the live generation's CLOSED records, 0: none
 	log      *tidwall.Log
 	batch    tidwall.Batch
 	last     uint64               // index of the last entry
@@ -88,8 +90,12 @@ type Recovered struct {
 	// the reduce closed at or below it was emitted, so data for such a
 	// window is late and must not open it again.
 	Watermark time.Time
-	// Repaired describes the torn tail Open cut, nil when there was none.
+	// Repaired describes the torn tail Open cut, nil when there was none;
+	// Open logs it too (see Logger).
 	Repaired *Repair
+	// Clean reports that the log was closed cleanly (Close recorded it)
+	// and nothing was written to it since: Open repaired nothing.
+	Clean bool
 	// Compacted reports that Open rewrote the log without closed windows.
 	Compacted bool
 	// Created reports that Open found no log in the directory and made an
@@ -100,16 +106,6 @@ type Recovered struct {
 	// Metadata is the log's metadata record (see the Metadata option): as
 	// stored, or as Open recorded it for a new log or one without a record.
 	Metadata map[string]string
-}
-
-// Repair describes a torn tail that Open cut off the last segment.
-type Repair struct {
-	File    string // the segment file
-	Index   uint64 // log index of the first entry cut
-	Offset  int64  // byte position the file was cut at
-	Bytes   int64  // bytes cut
-	Dropped int    // intact entries of the unacknowledged torn batch cut with it
-	Reason  string // what was wrong at Offset
 }
 
 // Stats are counters of an open WAL.
@@ -127,9 +123,10 @@ type Stats struct {
 
 // Open opens the WAL in dir, creating dir and an empty log when there is
 // none. It takes an exclusive lock on dir (ErrLocked if another WAL holds
-// it), cuts a torn tail, refuses other damage with a *CorruptError or
-// *VersionError without changing anything, and compacts away windows closed
-// before the crash or Close. Call Replay next.
+// it), cuts a torn tail (the batch a crash interrupted, never one a clean
+// Close recorded as acknowledged), refuses other damage with a
+// *CorruptError or *VersionError without changing anything, and compacts
+// away windows closed before the crash or Close. Call Replay next.
 func Open(dir string, opts ...Option) (*WAL, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -164,7 +161,7 @@ func (w *WAL) genDir() string { return filepath.Join(w.root, genName(w.gen)) }
 // recover finds the live generation (making the first one in a new
 // directory), checks and repairs it, opens tidwall/wal on it and compacts.
 func (w *WAL) recover() error {
-	gen, err := liveGeneration(w.root)
+	gen, leftovers, err := liveGeneration(w.root)
 	if err != nil {
 		return err
 	}
@@ -185,6 +182,9 @@ func (w *WAL) recover() error {
 	}
 	w.gen = gen
 	dir := w.genDir()
+	if w.marker, err = readClosed(dir); err != nil {
+		return err
+	}
 	segs, hint, err := listSegments(dir)
 	if err != nil {
 		return err
@@ -196,18 +196,32 @@ func (w *WAL) recover() error {
 	if found.next == 1 {
 		return corrupt(dir, 1, -1, "the generation has no checkpoint entry")
 	}
+	if err := checkClosed(segs, w.marker, found); err != nil {
+		return err
+	}
+	// The live generation passed its checks: only now may what was
+	// around it go (a refusal changes nothing on disk).
+	for _, p := range leftovers {
+		w.cfg.log.Info("wal: removing what a compaction left behind", zap.String("dir", p))
+	}
+	if err := removeAll(leftovers); err != nil {
+		return err
+	}
 	if t := found.tear; t != nil {
 		if err := cutTail(t); err != nil {
 			return err
 		}
-		w.recovered.Repaired = &Repair{File: t.file, Index: t.index, Offset: t.offset, Bytes: t.size, Dropped: t.dropped, Reason: t.reason}
+		w.recovered.Repaired = t.report()
+		w.logRepair(t)
 	}
+	w.recovered.Clean = w.marker != 0 && found.tear == nil && found.next-1 == w.marker
 	w.last, w.tail, w.genBytes = found.next-1, found.tailSize, found.bytes
 	w.keptSize = w.genBytes
 	if err := w.openLog(); err != nil {
 		return err
 	}
 	if !found.ended {
+		w.cfg.log.Info("wal: ending the write batch a crash cut short", zap.String("dir", dir), zap.Uint64("after entry", w.last))
 		if err := w.endBatch(); err != nil {
 			return err
 		}
@@ -297,24 +311,6 @@ func (w *WAL) closeWindows(g *gcEvent) {
 	}
 }
 
-// cutTail truncates the torn tail off its segment and makes the cut durable.
-func cutTail(t *tear) error {
-	f, err := os.OpenFile(t.file, os.O_WRONLY, 0)
-	if err == nil {
-		err = f.Truncate(t.offset)
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("wal: cut torn tail of %s at byte %d: %w", t.file, t.offset, err)
-	}
-	return nil
-}
-
 // openLog opens tidwall/wal on the live generation, which walk checked (and
 // repaired), so tidwall/wal's own check of the last segment passes.
 func (w *WAL) openLog() error {
@@ -365,7 +361,9 @@ func (w *WAL) Err() error {
 
 // Close stops the WAL; it is idempotent and returns the same error each
 // time: the write error that stopped the WAL earlier, if any, else an
-// error of closing the files. Appends waiting for the group commit get
+// error of closing the files or of recording the clean close (CLOSED,
+// after which Open takes damage to any entry for corruption, never for a
+// torn tail). Appends waiting for the group commit get
 // ErrClosed or, if their batch was being written, its result.
 func (w *WAL) Close() error {
 	w.closeOnce.Do(func() {
@@ -377,6 +375,13 @@ func (w *WAL) Close() error {
 		// Close tidwall/wal, which fsyncs the tail segment once more.
 		if err := w.log.Close(); err != nil && w.closeErr == nil {
 			w.closeErr = fmt.Errorf("wal: close: %w", err)
+		}
+		// Record the clean close, unless the log stopped on an error (a
+		// batch may be half written) or the record says so already.
+		if w.closeErr == nil && w.marker != w.last {
+			if err := writeClosed(w.genDir(), w.last); err != nil {
+				w.closeErr = fmt.Errorf("wal: record the clean close: %w", err)
+			}
 		}
 		// Release the lock last: another Open may start right after.
 		if err := w.lock.Close(); err != nil && w.closeErr == nil {

@@ -7,6 +7,10 @@ import (
 
 const childEnv = "MMAP_TEST_CHILD"
 
+// systemChildren are the children of tests that run on one system only,
+// registered by their files.
+var systemChildren = map[string]func(){}
+
 // runChild runs the child side of a multi-process test when this binary
 // was re-executed for one, and reports whether it did.
 func runChild() bool {
@@ -18,6 +22,10 @@ func runChild() bool {
 	case "crash":
 		crashChild()
 	default:
+		if child, ok := systemChildren[os.Getenv(childEnv)]; ok {
+			child()
+			break
+		}
 		fmt.Fprintln(os.Stderr, "unknown child", os.Getenv(childEnv))
 		os.Exit(2)
 	}

@@ -60,9 +60,13 @@
 // page table, which costs a fault after every flush and, when the flush
 // cleans the page, a TLB shootdown on every CPU (segment.go). A write into
 // the hole on a full disk is an error of the write, which fails the
-// partition; a fault of a reader on the mapping (a segment truncated by
-// someone else) is caught and returned as an error instead of killing the
-// process. All integers are little-endian.
+// partition; a fault of a reader or of recovery on the mapping (a segment
+// truncated by someone else, a hole that a full tmpfs has no page for) is
+// caught and returned as a *FaultError naming the segment and byte instead
+// of killing the process. Recovery reads no hole through the mapping: it
+// decodes records only up to where the written data ends (SEEK_HOLE), so a
+// full tmpfs, where reading a hole through a mapping needs a page, does not
+// stop it. All integers are little-endian.
 //
 //	0                 32                                          size
 //	+-----------------+--------+--------+-----+--------+-------------+

@@ -29,8 +29,30 @@ var (
 	ErrReadSize = errors.New("mmap: read size must be at least 1")
 )
 
-// errFault is wrapped by the error of a memory fault on a mapping.
-var errFault = errors.New("mmap: memory fault on a segment mapping")
+// ErrFault is matched by every *FaultError.
+var ErrFault = errors.New("mmap: memory fault on a segment mapping")
+
+// FaultError reports a memory fault while reading a segment through its
+// mapping, caught instead of killing the process: the file was truncated
+// under the mapping by something else, or its file system could not supply
+// a page the read needed (a hole of a tmpfs that is full). The Read or
+// Open that hit it returns it; nothing was changed.
+type FaultError struct {
+	File   string  // the segment file, "" when the address is in no segment's mapping
+	Offset int64   // byte position in File, -1 when File is not known
+	Addr   uintptr // the faulting address
+}
+
+// Error names the file and byte position.
+func (e *FaultError) Error() string {
+	if e.File == "" {
+		return fmt.Sprintf("mmap: memory fault at address %#x reading a segment mapping", e.Addr)
+	}
+	return fmt.Sprintf("mmap: memory fault reading %s at byte %d through its mapping (the file truncated under it, or a full tmpfs that has no page for a hole)", e.File, e.Offset)
+}
+
+// Is makes errors.Is(err, ErrFault) true.
+func (e *FaultError) Is(target error) bool { return target == ErrFault }
 
 // CorruptError reports damaged or inconsistent storage: a record that fails
 // its checksum, a checkpoint that does not match the log, a missing segment.

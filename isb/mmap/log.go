@@ -451,9 +451,13 @@ func (p *partition[T]) Read(offset int64, max int, buf []T) ([]T, error) {
 	err := guarded(func() (err error) {
 		out, err = p.readLocked(offset, max, buf, tail)
 		return err
-	})
+	}, p.locate)
 	return out, err
 }
+
+// locate names the segment whose mapping holds addr, for a *FaultError.
+// Its caller holds segMu, or is recovery, which owns the partition.
+func (p *partition[T]) locate(addr uintptr) (string, int64) { return locateIn(p.segs, addr) }
 
 // readLocked is Read under segMu.
 func (p *partition[T]) readLocked(offset int64, max int, buf []T, tail int64) ([]T, error) {

@@ -479,8 +479,9 @@ func TestMappingFaultIsAnError(t *testing.T) {
 	if err := os.Truncate(l.(*partition[string]).segs[0].path, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Read(0, 1, nil); !errors.Is(err, errFault) {
-		t.Fatalf("Read: %v", err)
+	_, err := l.Read(0, 1, nil)
+	if fe, ok := errors.AsType[*FaultError](err); !ok || !errors.Is(err, ErrFault) || fe.File != l.(*partition[string]).segs[0].path || fe.Offset != segmentHeaderSize {
+		t.Fatalf("Read: %v, want a *FaultError naming the segment at byte %d", err, segmentHeaderSize)
 	}
 	if off, err := l.Append([]string{"x"}); err != nil || off != 3 {
 		t.Fatalf("Append = %d, %v; want 3, nil", off, err)

@@ -29,7 +29,9 @@ func (b *Backend[T]) openPartition(id int) (*partition[T], error) {
 		return nil, fmt.Errorf("mmap: open partition: %w", err)
 	}
 	p := &partition[T]{b: b, id: id, dir: dir, commits: map[string]int64{}}
-	if err := p.recover(); err != nil {
+	// Recovery reads the segments through their mappings, as readers do,
+	// and is guarded as they are.
+	if err := guarded(p.recover, p.locate); err != nil {
 		p.segMu.Lock()
 		for _, s := range p.segs {
 			s.unmap()
@@ -152,7 +154,7 @@ func (p *partition[T]) keepCommitted(cur *writePos) {
 	if floor == cur.tail {
 		return
 	}
-	if _, _, empty, _ := decodeRecord(cur.seg.data, cur.pos, cur.tail); empty {
+	if _, _, empty, _ := cur.seg.decodeWritten(cur.pos, cur.tail); empty {
 		return
 	}
 	p.b.cfg.log.Warn("mmap: damaged records below a group's commit kept in the log: reading them reports them",
@@ -286,7 +288,7 @@ func (p *partition[T]) checkProducerCheckpoint(head int64) (_ writePos, clean bo
 	case last < segmentHeaderSize || last >= pos:
 		return p.rebuildProducer(path, fmt.Sprintf("off a record boundary: last record at %d, tail position %d", last, pos))
 	default:
-		_, next, _, reason := decodeRecord(s.data, int(last), tail-1)
+		_, next, _, reason := s.decodeWritten(int(last), tail-1)
 		if reason != "" {
 			p.b.cfg.log.Warn("mmap: damaged record before the producer checkpoint: kept, reading it reports it",
 				zap.String("segment", s.path), zap.Int64("byte", last), zap.Int64("offset", tail-1), zap.String("reason", reason))
@@ -332,15 +334,16 @@ func (p *partition[T]) scanForward(cur *writePos) error {
 			limit = s.next
 		}
 		var pos []uint32
+		end := s.dataEnd(cur.pos)
 		for cur.tail < limit {
-			_, next, empty, reason := decodeRecord(s.data, cur.pos, cur.tail)
+			_, next, empty, reason := decodeData(s.data, end, cur.pos, cur.tail)
 			if reason == "" {
 				pos = append(pos, uint32(cur.pos))
 				cur.last, cur.pos = cur.pos, next
 				cur.tail++
 				continue
 			}
-			at, found, ok := findRecord(s.data[:s.dataEnd(cur.pos)], cur.pos, cur.tail, limit)
+			at, found, ok := findRecord(s.data[:end], cur.pos, cur.tail, limit)
 			if !ok && s.next == unsealed {
 				if !empty {
 					p.b.cfg.log.Warn("mmap: cut a torn record at the end of the log",
@@ -381,6 +384,24 @@ func (p *partition[T]) scanForward(cur *writePos) error {
 		*cur = writePos{seg: n, pos: segmentHeaderSize, last: -1, tail: n.first}
 		n.eagerFirst = n.first
 	}
+}
+
+// decodeData is decodeRecord on the data written to a segment, seg[:end]
+// with end from dataEnd: recovery never reads the hole after it through
+// the mapping, where a full tmpfs has no page to give and the kernel
+// answers with SIGBUS. A record cut short by the hole is torn, not the
+// empty end of the log.
+func decodeData(seg []byte, end, pos int, want int64) (payload []byte, next int, empty bool, reason string) {
+	payload, next, empty, reason = decodeRecord(seg[:end], pos, want)
+	if empty && pos >= 0 && pos < end && !allZero(seg[pos:min(end, pos+recordOverhead)]) {
+		return nil, 0, false, fmt.Sprintf("record cut short at byte %d, where the written data ends", end)
+	}
+	return payload, next, empty, reason
+}
+
+// decodeWritten is decodeData up to the end of the data around pos.
+func (s *segment) decodeWritten(pos int, want int64) (payload []byte, next int, empty bool, reason string) {
+	return decodeData(s.data, s.dataEnd(max(pos, 0)), pos, want)
 }
 
 // appendDamaged indexes count damaged offsets: the first at bad, where its

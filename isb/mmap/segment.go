@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"unsafe"
 )
 
 // segment is one memory-mapped segment file.
@@ -172,9 +173,10 @@ func preallocate(f *os.File, off, n int64) error {
 }
 
 // guarded runs f, turning a memory fault on a mapping (a segment file
-// truncated by someone else under a reader) into an error instead of a
-// crash of the process.
-func guarded(f func() error) (err error) {
+// truncated by someone else under a reader, a hole that a full tmpfs cannot
+// supply a page for) into a *FaultError instead of a crash of the process.
+// locate names the segment whose mapping holds the faulting address.
+func guarded(f func() error, locate func(addr uintptr) (string, int64)) (err error) {
 	old := debug.SetPanicOnFault(true)
 	defer func() {
 		debug.SetPanicOnFault(old)
@@ -183,11 +185,34 @@ func guarded(f func() error) (err error) {
 			if !ok {
 				panic(r)
 			}
-			err = fmt.Errorf("%w at address %#x (a segment file truncated under the mapping)", errFault, fault.Addr())
+			fe := &FaultError{Offset: -1, Addr: fault.Addr()}
+			fe.File, fe.Offset = locate(fe.Addr)
+			err = fe
 		}
 	}()
 	return f()
 }
+
+// locateIn returns the segment of segs whose mapping holds addr, and the
+// byte position there ("", -1 when none does).
+func locateIn(segs []*segment, addr uintptr) (string, int64) {
+	for _, s := range segs {
+		s.mu.Lock()
+		data := s.data
+		s.mu.Unlock()
+		if len(data) == 0 {
+			continue
+		}
+		if base := uintptr(unsafe.Pointer(unsafe.SliceData(data))); addr >= base && addr < base+uintptr(len(data)) {
+			return s.path, int64(addr - base)
+		}
+	}
+	return "", -1
+}
+
+// testNoHoles, set by a test, makes dataEnd report no holes, as a file
+// system without SEEK_HOLE does.
+var testNoHoles bool
 
 // dataEnd returns where the data around or after byte pos ends: the start
 // of the next hole, or the file's end. Records lie only in data: the rest
@@ -197,6 +222,9 @@ func guarded(f func() error) (err error) {
 // and never reads (nor fills the page cache with) the empty rest of a
 // large segment. A file system that reports no holes yields the file's end.
 func (s *segment) dataEnd(pos int) int {
+	if testNoHoles {
+		return len(s.data)
+	}
 	f, err := os.Open(s.path)
 	if err != nil {
 		return len(s.data)
