@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/runnel-dev/runnel/pipeline"
 	"github.com/runnel-dev/runnel/vertex"
 )
@@ -229,7 +231,12 @@ func runReduceCrash[S any](dir string, agg vertex.Aggregator[int64, S, crashCoun
 		defer f.Close()
 		sinks = append(sinks, &crashResultSink{f: f})
 	}
-	p := pipeline.New("crash", pipeline.WithDataDir(data), pipeline.Watermarks(pipeline.WatermarkConfig{MaxDelay: reduceCrashDelay}))
+	popts := []pipeline.Option{pipeline.WithDataDir(data), pipeline.Watermarks(pipeline.WatermarkConfig{MaxDelay: reduceCrashDelay})}
+	if os.Getenv("RUNNEL_E2E_LOG") != "" { // for debugging: the pipeline's log on stderr
+		l, _ := zap.NewDevelopment()
+		popts = append(popts, pipeline.WithLogger(l))
+	}
+	p := pipeline.New("crash", popts...)
 	in := input(p)
 	fixed, fixedLate := pipeline.Reduce(p, "fixed", in, vertex.Fixed(reduceCrashFixed), agg,
 		vertex.Replicas(2), vertex.BatchSize(200), vertex.BufferCapacity(5000))
