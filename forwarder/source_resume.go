@@ -35,8 +35,12 @@ import (
 //     messages (Found). A message found on every edge that carries it is
 //     acknowledged to the source at once, so it is not made again (the
 //     position is recovered from the buffers); one found on some of them
-//     only (a crash between the writes of one batch to two edges) is first
-//     written to the others. Then the replicas read on from the position.
+//     only is first written to the others, unless the source's position
+//     covers it (vertex.Acknowledged): anchors are per partition, so a
+//     batch acknowledged before a save may lie above the anchors of one
+//     edge and below those of another; uncovered, it was cut by the crash
+//     between the writes of its batch to two edges. Then the replicas read
+//     on from the position.
 //
 // This needs stable IDs (a message handed over again has the ID it had)
 // and a buffer that no other vertex writes to (another writer's IDs would
@@ -148,7 +152,8 @@ func (s *SourceResume[T]) release(replica int, b *sourceBatch[T]) {
 // reads; every replica returns its error.
 func (s *SourceResume[T]) begin(ctx context.Context, cfg Config, edges []Edge[T], acker vertex.Acker[T]) error {
 	s.once.Do(func() {
-		s.startErr = s.recover(ctx, cfg, edges, acker)
+		covers, _ := acker.(vertex.Acknowledged)
+		s.startErr = s.recover(ctx, cfg, edges, acker, covers)
 		if s.startErr == nil {
 			s.mu.Lock()
 			s.started = true
@@ -164,8 +169,9 @@ type foundMsg[T any] struct {
 	on []bool // by index in edges
 }
 
-// recover is begin's work.
-func (s *SourceResume[T]) recover(ctx context.Context, cfg Config, edges []Edge[T], acker vertex.Acker[T]) error {
+// recover is begin's work; covers, when the source has it, says which
+// found messages its position covers already.
+func (s *SourceResume[T]) recover(ctx context.Context, cfg Config, edges []Edge[T], acker vertex.Acker[T], covers vertex.Acknowledged) error {
 	var found []*foundMsg[T]
 	byID := map[string]*foundMsg[T]{}
 	for i, e := range edges {
@@ -182,10 +188,23 @@ func (s *SourceResume[T]) recover(ctx context.Context, cfg Config, edges []Edge[
 	if len(found) == 0 {
 		return nil
 	}
-	// A message goes again to every edge that carries it and misses it.
+	// A message goes again to every edge that carries it and misses it,
+	// unless the source's position covers it: then it was written to every
+	// edge, and the anchors of some were only above its record. (Anchors
+	// are per partition: a batch acknowledged before the save may have
+	// written one edge before the oldest batch in flight was registered,
+	// and the next after.) A message the position does not cover and that
+	// is missing somewhere was cut by the crash half-way through its batch.
 	missing := make([][]vertex.Message[T], len(edges))
-	rewritten := 0
+	rewritten, covered := 0, 0
 	for _, f := range found {
+		if !slices.Contains(f.on, false) {
+			continue
+		}
+		if covers != nil && covers.Acknowledged(f.m.ID) {
+			covered++
+			continue
+		}
 		again := false
 		for i, e := range edges {
 			if !f.on[i] && !f.m.HasTag(vertex.DropTag) && e.When.Match(f.m.Tags) {
@@ -214,7 +233,8 @@ func (s *SourceResume[T]) recover(ctx context.Context, cfg Config, edges []Edge[
 	}
 	if cfg.Logger != nil {
 		cfg.Logger.Info("source resumes after the messages an earlier run wrote past its saved position",
-			zap.Int("found", len(found)), zap.Int("rewritten to edges that missed them", rewritten))
+			zap.Int("found", len(found)), zap.Int("written again to edges that missed them", rewritten),
+			zap.Int("found on some edges, covered by the position", covered))
 	}
 	return nil
 }

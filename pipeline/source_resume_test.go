@@ -52,11 +52,12 @@ func prewrite(t *testing.T, c *config, v string, from, to int64) {
 	}
 }
 
-// TestResumedSourceFindsWhatItWrote: a generator whose saved position (0)
+// TestResumedSourceFindsWhatItWrote: a generator whose saved position (5)
 // is behind what its last run wrote, all of 0-99 to sink a's buffer, 0-49
 // only to b's (killed between the two writes) and 0-99 to c's, which
 // another source writes to too. Resumed, it hands over nothing a and b
-// have: a and b get 0-149 exactly once, b's 50-99 written again; c, whose
+// have: a and b get 0-149 exactly once, b's 50-99 written again but not
+// 0-2, which the position covers, though b's anchor lies above them; c, whose
 // buffer it does not read back (the other source's IDs would be taken for
 // its own), gets everything at least once. The state saved at the end
 // covers all 150 messages, with anchors at the buffers' tails. Without a
@@ -74,7 +75,9 @@ func TestResumedSourceFindsWhatItWrote(t *testing.T) {
 			prewrite(t, &c, "c", 0, 100)
 			file := filepath.Join(dir, "res", "gen"+stateSuffix)
 			if withState {
-				s := savedState{state: binary.LittleEndian.AppendUint64(nil, 0), anchors: map[string][]int64{"a": {0}, "b": {0}}}
+				// Position 5; b's anchor 3: 0-2 are found in a only, but
+				// the position covers them (written to b below its anchor).
+				s := savedState{state: binary.LittleEndian.AppendUint64(nil, 5), anchors: map[string][]int64{"a": {0}, "b": {3}}}
 				if err := writeSynced(file, encodeState(s)); err != nil {
 					t.Fatal(err)
 				}

@@ -162,6 +162,29 @@ func (r *genResume) saveLocked() error {
 	return nil
 }
 
+// Acknowledged reports whether the message with this ID was acknowledged
+// in an earlier run, or since Resume (see [Acknowledged]): the generator
+// will not make it again. Without Resume, nothing is.
+func (g *GeneratorSource[T]) Acknowledged(id string) bool {
+	r := g.resume
+	i, err := strconv.ParseInt(id, 10, 64)
+	if r == nil || err != nil || i < 0 {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i < r.acked {
+		return true
+	}
+	k, _ := slices.BinarySearchFunc(r.above, i, func(a genSpan, at int64) int {
+		if a.end <= at {
+			return -1
+		}
+		return 1
+	})
+	return k < len(r.above) && r.above[k].first <= i
+}
+
 // skipAt returns the first message at or after cur that was not
 // acknowledged before the first Read, and where the next acknowledged
 // span after it starts (math.MaxInt64: none).

@@ -100,6 +100,9 @@ func TestGeneratorAckMerges(t *testing.T) {
 	ctx := context.Background()
 	store := &memState{state: position(10), ok: true}
 	g := vertex.Generator(func(i int64) int64 { return i })
+	if g.Acknowledged("1") {
+		t.Fatal("a generator not resumed reports message 1 acknowledged")
+	}
 	if err := g.Resume(store); err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +133,16 @@ func TestGeneratorAckMerges(t *testing.T) {
 		}
 		if !bytes.Equal(store.state, step.want) {
 			t.Fatalf("after acking %d from %d: %x, want %x", step.n, step.first, store.state, step.want)
+		}
+		if step.first != 40 {
+			continue
+		}
+		// Acknowledged: below 10, [20, 37) and 40.
+		for id, want := range map[string]bool{"9": true, "10": false, "19": false, "20": true, "36": true,
+			"37": false, "39": false, "40": true, "41": false, "x": false, "-1": false} {
+			if got := g.Acknowledged(id); got != want {
+				t.Errorf("Acknowledged(%q) = %v, want %v", id, got, want)
+			}
 		}
 	}
 }

@@ -39,6 +39,18 @@ type Resumable interface {
 	Resume(store StateStore) error
 }
 
+// Acknowledged is implemented by a resumable source that can tell, after
+// Resume and before anything else, whether the position it resumed from
+// covers the message with the given ID (the generator can). The pipeline
+// asks it about a message it finds in some of the source's buffers and
+// not in others: one the position covers was written to all of them, and
+// only its record in the others lay below where the pipeline looked, so it
+// is not written again. Without it such a message is written again to the
+// buffers where it was not found (at least once there).
+type Acknowledged interface {
+	Acknowledged(id string) bool
+}
+
 // StateStore keeps one small value for one source vertex across runs.
 // Save replaces it durably before it returns; Load returns what the last
 // completed Save stored, or ok false if nothing was ever saved. Calls do
