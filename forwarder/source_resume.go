@@ -154,6 +154,7 @@ func (s *SourceResume[T]) begin(ctx context.Context, cfg Config, edges []Edge[T]
 	s.once.Do(func() {
 		covers, _ := acker.(vertex.Acknowledged)
 		s.startErr = s.recover(ctx, cfg, edges, acker, covers)
+		s.Found = nil // done with: let the messages be collected
 		if s.startErr == nil {
 			s.mu.Lock()
 			s.started = true

@@ -84,7 +84,8 @@
 // What a crash can repeat, by source, on durable storage:
 //
 //   - A replayable and resumable source (the generator, or any
-//     vertex.Resumable that is a vertex.Acker and keeps its promises) is
+//     vertex.Resumable that is a vertex.Acker and a vertex.Acknowledged
+//     and keeps the promises vertex.Resumable lists) is
 //     never handed over twice to a buffer only it writes to: its position
 //     is made durable together with what it wrote. With every save of the
 //     position the pipeline records, in the state file, where in each such

@@ -12,8 +12,9 @@ package vertex
 // acknowledged is read again and nothing unacknowledged is skipped, or an
 // earlier position (which only repeats messages).
 //
-// A resumable source that is also an [Acker] hands nothing over twice
-// across crashes, when it keeps these promises (the generator does):
+// A resumable source that is also an [Acker] and an [Acknowledged] is
+// never written twice to the pipeline's buffers across crashes, when it
+// keeps these promises (the generator does):
 //   - its IDs are unique and stable: a message read again after a restart
 //     has the ID it had;
 //   - it calls Save only from Ack, with a state covering that Ack and
