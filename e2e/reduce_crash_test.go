@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/signal"
@@ -15,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/runnel-dev/runnel/pipeline"
 	"github.com/runnel-dev/runnel/vertex"
 )
@@ -25,9 +29,10 @@ import (
 // reduce WAL. Each sink appends "id count pid" per result to its file and
 // fsyncs before it returns. Every round the parent adds ids to the input
 // topic and starts the child on the same directories, which kills itself
-// with SIGKILL once its reduces added a random share of the round's ids
-// (every fourth round SIGTERM: a clean stop, whose Stopped end keeps the
-// open windows in the WAL; see crashplan_test.go). Only the final run
+// with SIGKILL once it made a random share of the progress a round is sure
+// to make (every fourth round SIGTERM: a clean stop, whose Stopped end
+// keeps the open windows in the WAL; see crashplan_test.go and
+// reduceCrashProgress). Only the final run
 // ends by itself, once it drained the topic: its end of stream closes
 // every window.
 //
@@ -98,11 +103,13 @@ func (s eventTimedSource) Read(ctx context.Context, max int) ([]vertex.Message[i
 
 func reduceCrashKey(id int64) string { return strconv.FormatInt(id%reduceCrashKeys, 10) }
 
-// crashCount is a window's result: its count of distinct ids, and the
-// process that computed it.
+// crashCount is a window's result: its count of distinct ids, how many
+// ids it counted more than once (countExact only), and the process that
+// computed it.
 type crashCount struct {
-	N   int64
-	PID int
+	N    int64
+	Dups int64
+	PID  int
 }
 
 // crashResultSink writes "id count pid" per result to its file and fsyncs.
@@ -118,7 +125,7 @@ func (s *crashResultSink) Write(_ context.Context, msgs []vertex.Message[vertex.
 	defer s.mu.Unlock()
 	s.buf = s.buf[:0]
 	for _, m := range msgs {
-		s.buf = fmt.Appendf(s.buf, "%s %d %d\n", m.ID, m.Value.Value.N, m.Value.Value.PID)
+		s.buf = fmt.Appendf(s.buf, "%s %d %d %d\n", m.ID, m.Value.Value.N, m.Value.Value.Dups, m.Value.Value.PID)
 	}
 	if _, err := s.f.Write(s.buf); err != nil {
 		return nil, err
@@ -175,21 +182,77 @@ func countDistinct(plan *crashPlan) vertex.Aggregator[int64, map[int64]struct{},
 	}
 }
 
+// countExact counts the ids of a window with their multiplicity: N is the
+// number of distinct ids, Dups how many times an id was added again. With
+// a resumable source feeding the reduce directly, every input is counted
+// exactly once across crashes, so Dups must be 0. Each id added is
+// progress of the child's crash plan.
+func countExact(plan *crashPlan) vertex.Aggregator[int64, map[int64]int64, crashCount] {
+	return vertex.Aggregator[int64, map[int64]int64, crashCount]{
+		Create: func() map[int64]int64 { return map[int64]int64{} },
+		Add: func(acc map[int64]int64, m vertex.Message[int64]) map[int64]int64 {
+			acc[m.Value]++
+			plan.progress("added", 1)
+			return acc
+		},
+		Merge: func(a, b map[int64]int64) map[int64]int64 {
+			for id, n := range b {
+				a[id] += n
+			}
+			return a
+		},
+		Result: func(acc map[int64]int64) crashCount {
+			c := crashCount{N: int64(len(acc)), PID: os.Getpid()}
+			for _, n := range acc {
+				c.Dups += n - 1
+			}
+			return c
+		},
+	}
+}
+
 // reduceCrashChild runs the pipeline until the input topic is drained
-// (exit 0), SIGTERM (a clean stop, exit 0) or SIGKILL.
+// (exit 0), SIGTERM (a clean stop, exit 0) or SIGKILL. With
+// RUNNEL_E2E_SOURCE=generator it runs the generator variant instead.
 func reduceCrashChild() int {
+	if os.Getenv(reduceCrashSourceEnv) == "generator" {
+		return reduceCrashGenChild()
+	}
 	dir := os.Getenv("RUNNEL_E2E_DIR")
 	perRound, _ := strconv.ParseInt(os.Getenv("RUNNEL_E2E_PER_ROUND"), 10, 64)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
 	topic, err := openCrashInput(dir)
 	if err != nil {
 		return childFail("open input: %v", err)
 	}
 	defer topic.Close()
+	// Only the final run ends when the topic is drained; the others run
+	// until their signal, so that every round but the SIGTERM ones is
+	// killed, and the windows of a round close only as the watermark
+	// passes them.
+	var topicOpts []vertex.TopicSourceOption
+	if os.Getenv("RUNNEL_E2E_FINAL") != "" {
+		topicOpts = append(topicOpts, vertex.EndWhenEmpty())
+	}
+	src := eventTimedSource{vertex.FromTopic(topic, crashSourceName, topicOpts...), perRound}
+	plan := crashPlanFromEnv()
+	return runReduceCrash(dir, plan, countDistinct(plan), func(p *pipeline.Pipeline) pipeline.Stream[int64] {
+		ids := pipeline.Source(p, "ids", src, vertex.BatchSize(200))
+		return pipeline.FlatMap(p, "assign", ids, func(_ context.Context, m vertex.Message[int64]) ([]vertex.Message[int64], error) {
+			return []vertex.Message[int64]{{ID: m.ID, Keys: []string{reduceCrashKey(m.Value)}, EventTime: m.EventTime, Value: m.Value}}, nil
+		}, vertex.BatchSize(200), vertex.BufferCapacity(5000))
+	})
+}
+
+// runReduceCrash runs the reduce crash pipeline: the keyed, event-timed
+// stream input builds, into a fixed-window and a session-window reduce of
+// agg (2 replicas each), whose results go to the sink files and whose late
+// messages go to late.txt; plan is told of the fixed results written. It
+// returns the child's exit code.
+func runReduceCrash[S any](dir string, plan *crashPlan, agg vertex.Aggregator[int64, S, crashCount], input func(*pipeline.Pipeline) pipeline.Stream[int64]) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
 	_, data, _ := crashDirs(dir)
 	fixedFile, sessionFile := reduceCrashFiles(dir)
-	plan := crashPlanFromEnv()
 	var sinks []*crashResultSink
 	for _, name := range []string{fixedFile, sessionFile} {
 		f, err := os.OpenFile(name, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
@@ -200,23 +263,16 @@ func reduceCrashChild() int {
 		sinks = append(sinks, &crashResultSink{f: f})
 	}
 	sinks[0].plan = plan
-	p := pipeline.New("crash", pipeline.WithDataDir(data), pipeline.Watermarks(pipeline.WatermarkConfig{MaxDelay: reduceCrashDelay}))
-	// Only the final run ends when the topic is drained; the others run
-	// until their signal, so that every round but the SIGTERM ones is
-	// killed, and the windows of a round close only as the watermark
-	// passes them.
-	var topicOpts []vertex.TopicSourceOption
-	if os.Getenv("RUNNEL_E2E_FINAL") != "" {
-		topicOpts = append(topicOpts, vertex.EndWhenEmpty())
+	popts := []pipeline.Option{pipeline.WithDataDir(data), pipeline.Watermarks(pipeline.WatermarkConfig{MaxDelay: reduceCrashDelay})}
+	if os.Getenv("RUNNEL_E2E_LOG") != "" { // for debugging: the pipeline's log on stderr
+		l, _ := zap.NewDevelopment()
+		popts = append(popts, pipeline.WithLogger(l))
 	}
-	src := eventTimedSource{vertex.FromTopic(topic, crashSourceName, topicOpts...), perRound}
-	ids := pipeline.Source(p, "ids", src, vertex.BatchSize(200))
-	assigned := pipeline.FlatMap(p, "assign", ids, func(_ context.Context, m vertex.Message[int64]) ([]vertex.Message[int64], error) {
-		return []vertex.Message[int64]{{ID: m.ID, Keys: []string{reduceCrashKey(m.Value)}, EventTime: m.EventTime, Value: m.Value}}, nil
-	}, vertex.BatchSize(200), vertex.BufferCapacity(5000))
-	fixed, fixedLate := pipeline.Reduce(p, "fixed", assigned, vertex.Fixed(reduceCrashFixed), countDistinct(plan),
+	p := pipeline.New("crash", popts...)
+	in := input(p)
+	fixed, fixedLate := pipeline.Reduce(p, "fixed", in, vertex.Fixed(reduceCrashFixed), agg,
 		vertex.Replicas(2), vertex.BatchSize(200), vertex.BufferCapacity(5000))
-	sessions, sessionLate := pipeline.Reduce(p, "session", assigned, vertex.Session(reduceCrashGap), countDistinct(plan),
+	sessions, sessionLate := pipeline.Reduce(p, "session", in, vertex.Session(reduceCrashGap), agg,
 		vertex.Replicas(2), vertex.BatchSize(200), vertex.BufferCapacity(5000))
 	// The late streams go to a file: a late message can only be a
 	// duplicate (the assign vertex sends again what a kill kept it from
@@ -251,15 +307,15 @@ func reduceCrashChild() int {
 }
 
 // reduceCrashOracle computes every (window, key) result of ids [0, total)
-// by result ID, for both reduce vertices.
-func reduceCrashOracle(total, perRound int64) (fixed, session map[string]int64) {
+// by result ID, for both reduce vertices, the key of each id given by key.
+func reduceCrashOracle(total, perRound int64, key func(int64) string) (fixed, session map[string]int64) {
 	id := func(v string, start, end time.Time, key string) string {
 		return fmt.Sprintf("%s/%d-%d/%s", v, start.UnixNano(), end.UnixNano(), key)
 	}
 	fixed, session = map[string]int64{}, map[string]int64{}
 	times := map[string][]time.Time{}
 	for i := range total {
-		et, k := reduceCrashEvent(i, perRound), reduceCrashKey(i)
+		et, k := reduceCrashEvent(i, perRound), key(i)
 		start := et.Truncate(reduceCrashFixed)
 		fixed[id("fixed", start, start.Add(reduceCrashFixed), k)]++
 		times[k] = append(times[k], et)
@@ -293,6 +349,9 @@ func readLate(t *testing.T, dir string) []string {
 // crashResults is what a sink file holds.
 type crashResults struct {
 	counts map[string]int64 // the count of each result ID
+	// dups is, per result ID, how many of its inputs it counted more than
+	// once (results of countExact; absent: none).
+	dups map[string]int64
 	// reemitted counts lines that repeat an earlier result identically from
 	// another process: re-emissions by the reduce after a lost GC event;
 	// redelivered those from the same process: redeliveries to the sink
@@ -311,26 +370,30 @@ func readResults(t *testing.T, file string) crashResults {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := crashResults{counts: map[string]int64{}, byPID: map[string]int{}}
+	r := crashResults{counts: map[string]int64{}, dups: map[string]int64{}, byPID: map[string]int{}}
 	pids := map[string]string{}
 	lines := strings.Split(string(b), "\n")
 	for _, line := range lines {
 		if line == "" {
 			continue
 		}
+		// "id count dups pid"
 		f := strings.Fields(line)
-		var n int64
-		if len(f) == 3 {
+		var n, d int64
+		if len(f) == 4 {
 			n, err = strconv.ParseInt(f[1], 10, 64)
+			if err == nil {
+				d, err = strconv.ParseInt(f[2], 10, 64)
+			}
 		}
-		if len(f) != 3 || err != nil {
+		if len(f) != 4 || err != nil {
 			r.torn++ // a write the sink never acknowledged, cut by a kill
 			continue
 		}
-		id, pid := f[0], f[2]
+		id, pid := f[0], f[3]
 		if prev, seen := r.counts[id]; seen {
-			if prev != n {
-				t.Errorf("%s: result %s emitted as %d and again as %d: not an identical re-emission", filepath.Base(file), id, prev, n)
+			if prev != n || r.dups[id] != d {
+				t.Errorf("%s: result %s emitted as %d (%d counted twice) and again as %d (%d): not an identical re-emission", filepath.Base(file), id, prev, r.dups[id], n, d)
 			}
 			if pid != pids[id] {
 				r.reemitted++
@@ -340,6 +403,9 @@ func readResults(t *testing.T, file string) crashResults {
 			continue
 		}
 		r.counts[id], pids[id] = n, pid
+		if d != 0 {
+			r.dups[id] = d
+		}
 		r.byPID[pid]++
 	}
 	return r
@@ -362,10 +428,22 @@ func TestCrashDurableReduce(t *testing.T) {
 	total, killed, stopped := crashRounds(t, dir, "reduce-crash", rounds, perRound, reduceCrashProgress(perRound), env...)
 	lateLines := readLate(t, dir)
 	t.Logf("%d late messages (duplicates: the oracle check below fails on a late id never counted): %q", len(lateLines), lateLines[:min(len(lateLines), 5)])
-	wantFixed, wantSession := reduceCrashOracle(total, perRound)
-	reemitted := 0
+	wantFixed, wantSession := reduceCrashOracle(total, perRound, reduceCrashKey)
+	reemitted, _ := checkCrashResults(t, dir, wantFixed, wantSession)
+	t.Logf("%d rounds (%d SIGKILL, %d SIGTERM, each mid-run) over %d ids in %v; %d re-emissions by the reduce in all",
+		rounds, killed, stopped, total, time.Since(start).Round(time.Millisecond), reemitted)
+	assertDrained(t, dir)
+}
+
+// checkCrashResults compares the results in the sink files with the
+// oracle's (window, key) counts of distinct ids; every result must be
+// emitted, with the oracle's count, and nothing else. It returns the
+// re-emissions by the reduce, and per sink file (fixed, session) how many
+// inputs were counted more than once and in how many results.
+func checkCrashResults(t *testing.T, dir string, wantFixed, wantSession map[string]int64) (reemitted int, dups [2][2]int64) {
+	t.Helper()
 	fixedFile, sessionFile := reduceCrashFiles(dir)
-	for _, c := range []struct {
+	for i, c := range []struct {
 		file string
 		want map[string]int64
 	}{{fixedFile, wantFixed}, {sessionFile, wantSession}} {
@@ -418,8 +496,105 @@ func TestCrashDurableReduce(t *testing.T) {
 			t.Errorf("%s: every result came from one process: no window closed before the final run", filepath.Base(c.file))
 		}
 		reemitted += res.reemitted
+		for _, d := range res.dups {
+			dups[i][0] += d
+			dups[i][1]++
+		}
+	}
+	return reemitted, dups
+}
+
+// The generator variant of the reduce crash test: a resumable source (the
+// generator, 2 replicas, its ids keyed and event-timed as the topic
+// variant's) feeds both reduce vertices directly, so every input must be
+// counted exactly once in its windows across the crashes (countExact): a
+// kill between the generator's write of a batch and the save of its
+// position once made it hand the batch over again under new buffer
+// offsets, which the reduce counted again.
+
+// reduceCrashSourceEnv selects the reduce crash child's source.
+const reduceCrashSourceEnv = "RUNNEL_E2E_SOURCE"
+
+// roundGenerator is the generator of one round: Count is every id added to
+// the input topic so far, and a run that is not the final one turns the
+// generator's end into idle reads, so that it runs until its signal and
+// only the final run's end of stream closes every window.
+type roundGenerator struct {
+	*vertex.GeneratorSource[int64]
+	final bool
+}
+
+func newRoundGenerator(total, perRound int64, final bool) roundGenerator {
+	return roundGenerator{vertex.Generator(func(i int64) int64 { return i }, vertex.Count(total), vertex.Keys(reduceCrashKeys),
+		vertex.EventTimes(func(i int64) time.Time { return reduceCrashEvent(i, perRound) })), final}
+}
+
+func (g roundGenerator) ReadInto(ctx context.Context, buf []vertex.Message[int64]) (int, error) {
+	n, err := g.GeneratorSource.ReadInto(ctx, buf)
+	if !errors.Is(err, io.EOF) || g.final {
+		return n, err
+	}
+	select { // idle until the signal
+	case <-ctx.Done():
+		return n, ctx.Err()
+	case <-time.After(10 * time.Millisecond):
+		return n, nil
+	}
+}
+
+func (g roundGenerator) Read(ctx context.Context, maxN int) ([]vertex.Message[int64], error) {
+	buf := make([]vertex.Message[int64], maxN)
+	n, err := g.ReadInto(ctx, buf)
+	return buf[:n:n], err
+}
+
+// genCrashKey is the key the generator gives id (vertex.Keys).
+func genCrashKey(id int64) string { return "k" + strconv.FormatInt(id%reduceCrashKeys, 10) }
+
+// reduceCrashGenChild runs generator -> reduces until the generator has
+// made every id of the input topic (final run), SIGTERM or SIGKILL.
+func reduceCrashGenChild() int {
+	dir := os.Getenv("RUNNEL_E2E_DIR")
+	perRound, _ := strconv.ParseInt(os.Getenv("RUNNEL_E2E_PER_ROUND"), 10, 64)
+	topic, err := openCrashInput(dir)
+	if err != nil {
+		return childFail("open input: %v", err)
+	}
+	// The topic only counts the ids of the rounds so far: no group reads
+	// it, so Pending is everything it holds.
+	total := topic.Pending("nobody")
+	if err := topic.Close(); err != nil {
+		return childFail("close input: %v", err)
+	}
+	src := newRoundGenerator(total, perRound, os.Getenv("RUNNEL_E2E_FINAL") != "")
+	plan := crashPlanFromEnv()
+	return runReduceCrash(dir, plan, countExact(plan), func(p *pipeline.Pipeline) pipeline.Stream[int64] {
+		return pipeline.Source(p, "ids", src, vertex.Replicas(2), vertex.BatchSize(200))
+	})
+}
+
+func TestCrashDurableReduceGenerator(t *testing.T) {
+	rounds, perRound := 24, int64(4_000) // 18 SIGKILL, 6 SIGTERM
+	if n, err := strconv.Atoi(os.Getenv("RUNNEL_E2E_ROUNDS")); err == nil {
+		rounds = n // for debugging only: the test asks for at least 10 kills
+	}
+	dir := t.TempDir()
+	env := []string{"RUNNEL_E2E_PER_ROUND=" + strconv.FormatInt(perRound, 10), reduceCrashSourceEnv + "=generator"}
+	start := time.Now()
+	total, killed, stopped := crashRounds(t, dir, "reduce-crash", rounds, perRound, reduceCrashProgress(perRound), env...)
+
+	wantFixed, wantSession := reduceCrashOracle(total, perRound, genCrashKey)
+	reemitted, dups := checkCrashResults(t, dir, wantFixed, wantSession)
+	// A late message is one the generator handed over twice (a first copy
+	// closed its window): none, as none is counted twice.
+	if late := readLate(t, dir); len(late) > 0 {
+		t.Errorf("%d late messages, want 0: %q", len(late), late[:min(len(late), 5)])
+	}
+	for i, name := range []string{"fixed", "session"} {
+		if dups[i][0] > 0 {
+			t.Errorf("%s: %d inputs counted more than once, in %d of %d results", name, dups[i][0], dups[i][1], len(wantFixed)*(1-i)+len(wantSession)*i)
+		}
 	}
 	t.Logf("%d rounds (%d SIGKILL, %d SIGTERM, each mid-run) over %d ids in %v; %d re-emissions by the reduce in all",
 		rounds, killed, stopped, total, time.Since(start).Round(time.Millisecond), reemitted)
-	assertDrained(t, dir)
 }

@@ -48,6 +48,12 @@
 // ReduceLog, which also says why a log per partition and not per replica),
 // and each window's results are written when the watermark closes it.
 //
+// A resumable source on durable storage (RunResumedSource) registers each
+// batch from its read to its acknowledgement, so that the position it saves
+// comes with anchors in its output buffers below everything the position
+// does not cover, and after a crash it first acknowledges what it finds it
+// wrote past them: it hands nothing over twice (source_resume.go).
+//
 // A source replica's watermark comes from its SourceWatermarker hook: one
 // per replica, or, for a vertex.PartitionedSource (a topic source reads
 // every partition of its topic) and an InputWatermarker hook, one per

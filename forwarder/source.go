@@ -3,6 +3,7 @@ package forwarder
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -31,9 +32,30 @@ import (
 // vertices downstream drain and end without claiming a watermark. When hard
 // ends or the source fails, it writes nothing more.
 func RunSource[T any](hard, stop context.Context, cfg Config, src vertex.Source[T], edges []Edge[T]) error {
+	return RunResumedSource(hard, stop, cfg, src, edges, nil)
+}
+
+// RunResumedSource is RunSource for a resumable source on durable storage:
+// before the first read it writes and acknowledges what res found an
+// earlier run wrote, once for all replicas (see SourceResume), and it
+// registers every batch in res from its read to its acknowledgement, for
+// the anchors saved with the source's position. A nil res is RunSource.
+func RunResumedSource[T any](hard, stop context.Context, cfg Config, src vertex.Source[T], edges []Edge[T], res *SourceResume[T]) error {
 	// The source learns which replica (source partition) reads.
 	id := vertex.Replica{Vertex: cfg.Vertex, Index: cfg.Replica}
 	hard, stop = vertex.WithReplica(hard, id), vertex.WithReplica(stop, id)
+	if res != nil {
+		acker, ok := src.(vertex.Acker[T])
+		if !ok {
+			return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, Err: fmt.Errorf("a resumed source must be a vertex.Acker")}
+		}
+		if err := res.begin(hard, cfg, edges, acker); err != nil {
+			if hard.Err() != nil {
+				return nil
+			}
+			return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, Err: err}
+		}
+	}
 	marks := newSourceMarks(cfg, src)
 	wm := &marks.wm
 	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, func() time.Time {
@@ -52,7 +74,7 @@ func RunSource[T any](hard, stop context.Context, cfg Config, src vertex.Source[
 		stopIdle = sync.OnceFunc(func() { cancel(); idleWG.Wait() })
 		defer stopIdle()
 	}
-	kind, err := readSource(hard, stop, cfg, src, w, marks)
+	kind, err := readSource(hard, stop, cfg, src, w, marks, res)
 	if err != nil || kind == 0 {
 		return err
 	}
@@ -74,7 +96,7 @@ func RunSource[T any](hard, stop context.Context, cfg Config, src vertex.Source[
 // something fails (the error). On storage that stages writes it keeps
 // several batches in flight (see source_batches.go); every batch is
 // complete (durable, acked) or dropped after a failure when it returns.
-func readSource[T any](hard, stop context.Context, cfg Config, src vertex.Source[T], w *Writer[T], marks *sourceMarks[T]) (EndKind, error) {
+func readSource[T any](hard, stop context.Context, cfg Config, src vertex.Source[T], w *Writer[T], marks *sourceMarks[T], res *SourceResume[T]) (EndKind, error) {
 	acker, _ := src.(vertex.Acker[T])
 	buffered, _ := src.(vertex.BufferedSource[T])
 	readSize := 0
@@ -93,6 +115,9 @@ func readSource[T any](hard, stop context.Context, cfg Config, src vertex.Source
 		if err == nil && acker != nil {
 			err = guardedAck(hard, acker, b.msgs)
 		}
+		if res != nil {
+			res.release(cfg.Replica, b)
+		}
 		if err != nil {
 			// Written (or staged) but not acked to the source: neither
 			// acked nor in flight any more.
@@ -103,13 +128,18 @@ func readSource[T any](hard, stop context.Context, cfg Config, src vertex.Source
 		cfg.Counters.inFlight.Add(-n)
 		return nil
 	}
-	drop := func(b *sourceBatch[T]) { cfg.Counters.inFlight.Add(-int64(len(b.msgs))) }
+	drop := func(b *sourceBatch[T]) {
+		cfg.Counters.inFlight.Add(-int64(len(b.msgs)))
+		if res != nil {
+			res.release(cfg.Replica, b)
+		}
+	}
 	depth := 1
 	if w.Stages() {
 		depth = sourceStagedBatches
 	}
 	batches := newSourceBatches(depth, readSize, finish, drop)
-	kind, err := readBatches(hard, stop, cfg, src, buffered, w, marks, batches)
+	kind, err := readBatches(hard, stop, cfg, src, buffered, w, marks, batches, res)
 	if cerr := batches.close(); err == nil && cerr != nil {
 		return fail(cerr)
 	}
@@ -121,7 +151,7 @@ func readSource[T any](hard, stop context.Context, cfg Config, src vertex.Source
 
 // readBatches is readSource's loop over batches; a nil error with kind 0
 // is hard ending.
-func readBatches[T any](hard, stop context.Context, cfg Config, src vertex.Source[T], buffered vertex.BufferedSource[T], w *Writer[T], marks *sourceMarks[T], batches *sourceBatches[T]) (EndKind, error) {
+func readBatches[T any](hard, stop context.Context, cfg Config, src vertex.Source[T], buffered vertex.BufferedSource[T], w *Writer[T], marks *sourceMarks[T], batches *sourceBatches[T], res *SourceResume[T]) (EndKind, error) {
 	for {
 		if hard.Err() != nil {
 			return 0, nil
@@ -144,8 +174,14 @@ func readBatches[T any](hard, stop context.Context, cfg Config, src vertex.Sourc
 			cfg.Counters.read.Add(int64(n))
 			cfg.Counters.enter(n)
 			marks.stamp(msgs)
+			if res != nil {
+				res.register(cfg.Replica, b) // before its records are staged
+			}
 			if werr := w.Stage(hard, msgs, &b.out); werr != nil {
 				cfg.Counters.inFlight.Add(-int64(n))
+				if res != nil {
+					res.release(cfg.Replica, b)
+				}
 				return 0, werr
 			}
 			if ferr := batches.submit(b); ferr != nil {

@@ -42,6 +42,9 @@ type sourceBatch[T any] struct {
 	msgs []vertex.Message[T] // what the read returned
 	read []vertex.Message[T] // the buffer a BufferedSource fills
 	out  WriteBuffer[T]      // the batch's writes, until Complete
+	// snap is, for a resumed source, the tails of its scanned buffers when
+	// the batch was registered (see SourceResume).
+	snap []int64
 }
 
 // sourceBatches owns a replica's batches and, when it keeps more than

@@ -38,7 +38,9 @@
 // removes it from the topic and from storage: the minimum commit is
 // recomputed over the remaining groups and what only the deleted group held
 // is released. A group with open consumers cannot be deleted
-// ([ErrGroupInUse]); an unknown one is [ErrUnknownGroup].
+// ([ErrGroupInUse]); an unknown one is [ErrUnknownGroup]. A writer that
+// must read back what it wrote holds it in storage with [Topic.Retain],
+// which keeps retention, not capacity.
 //
 // Closing a topic wakes every blocked producer and consumer with
 // [ErrClosed] before the storage is closed. Errors match the package's

@@ -224,14 +224,50 @@ func (t *Topic[T]) releaseTo(p int, newMin int64) error {
 	if t.gate != nil {
 		t.gate.release(delta)
 	}
-	if newMin <= pt.released {
-		return nil // released before a new group moved min down
+	return t.releaseStorage(p)
+}
+
+// releaseStorage lets storage release partition p below its min, but
+// never at or past its retained offset. Its cmu is held, as for releaseTo.
+func (t *Topic[T]) releaseStorage(p int) error {
+	pt := t.parts[p]
+	to := min(pt.min, pt.retain)
+	if to <= pt.released {
+		return nil // released before a new group moved min down, or held
 	}
-	pt.released = newMin
-	if err := pt.log.Release(newMin); err != nil {
-		return fmt.Errorf("isb: topic %q partition %d: release below offset %d: %w", t.name, p, newMin, err)
+	pt.released = to
+	if err := pt.log.Release(to); err != nil {
+		return fmt.Errorf("isb: topic %q partition %d: release below offset %d: %w", t.name, p, to, err)
 	}
 	return nil
+}
+
+// Retain keeps the items of partition p at and above offset in storage,
+// even once every group has committed them: storage releases nothing at
+// or past the lowest retained offset. A later Retain replaces the hold
+// (offset may move either way, but what storage released already is not
+// brought back); Retain(p, math.MaxInt64) removes it. Capacity does not
+// change: it follows the groups' commits alone.
+//
+// A writer that must read back what it wrote after a crash holds it this
+// way (a pipeline's resumable source keeps what it wrote since it last
+// saved its position, to find it again, see package pipeline). The hold
+// lives in the topic, not in storage: set it again after a reopen, before
+// any group commits.
+func (t *Topic[T]) Retain(p int, offset int64) error {
+	if p < 0 || p >= len(t.parts) {
+		return fmt.Errorf("%w: partition %d of topic %q, want 0 <= p < %d", ErrInvalidKey, p, t.name, len(t.parts))
+	}
+	t.io.RLock()
+	defer t.io.RUnlock()
+	if t.closed.Load() {
+		return ErrClosed
+	}
+	pt := t.parts[p]
+	pt.cmu.Lock()
+	defer pt.cmu.Unlock()
+	pt.retain = offset
+	return t.releaseStorage(p)
 }
 
 // leave records that consumer c of g closed: its partitions may be read

@@ -3,6 +3,7 @@ package isb
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 )
@@ -80,7 +81,10 @@ type partition[T any] struct {
 	// by cmu): min may move down when a new group starts below it, and
 	// offsets passed to Release only grow.
 	released int64
-	_        [64]byte // keep the next partition's locks off this cache line
+	// retain is the lowest offset storage must keep (guarded by cmu; see
+	// Topic.Retain): Release never passes it. MaxInt64: no hold.
+	retain int64
+	_      [64]byte // keep the next partition's locks off this cache line
 }
 
 // lockCommits locks every partition's commit bookkeeping, in partition
@@ -136,7 +140,7 @@ func NewTopic[T any](name string, backend Backend[T], opts ...TopicOption) (*Top
 		log := backend.Partition(p)
 		clog, _ := log.(ConcurrentLog[T])
 		slog, _ := log.(StagedLog[T])
-		pt := &partition[T]{log: log, clog: clog, slog: slog}
+		pt := &partition[T]{log: log, clog: clog, slog: slog, retain: math.MaxInt64}
 		t.parts[p] = pt
 		if w, ok := log.(Watched); ok {
 			// A change by any process wakes this partition's Pulls and the

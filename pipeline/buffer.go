@@ -28,11 +28,14 @@ type inputBuffer[T any] struct {
 	topic     *isb.Topic[vertex.Message[T]]
 	group     string
 	consumers []*isb.PullConsumer[vertex.Message[T]]
+	// logs are the topic's partitions in its storage, which a resumable
+	// source feeding the buffer reads back (source_resume.go).
+	logs []isb.Log[vertex.Message[T]]
 }
 
 // openBuffer creates n's input buffer on the pipeline's storage.
 func openBuffer[T any](c *config, p *Pipeline, n *node) (buffer, error) {
-	topic, err := openTopic[T](c, topicSpec{
+	topic, backend, err := openTopicBackend[T](c, topicSpec{
 		pipeline: p.name, vertex: n.name,
 		partitions: n.cfg.Partitions, capacity: n.cfg.BufferCapacity,
 	})
@@ -43,7 +46,11 @@ func openBuffer[T any](c *config, p *Pipeline, n *node) (buffer, error) {
 	if err != nil {
 		return nil, errors.Join(err, topic.Close())
 	}
-	return &inputBuffer[T]{topic: topic, group: n.name, consumers: cs}, nil
+	logs := make([]isb.Log[vertex.Message[T]], topic.Partitions())
+	for p := range logs {
+		logs[p] = backend.Partition(p)
+	}
+	return &inputBuffer[T]{topic: topic, group: n.name, consumers: cs, logs: logs}, nil
 }
 
 func (b *inputBuffer[T]) pending() int64 { return b.topic.Pending(b.group) }

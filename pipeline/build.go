@@ -25,11 +25,13 @@ func Source[T any](p *Pipeline, name string, src vertex.Source[T], opts ...verte
 	if ps, ok := src.(vertex.PartitionedSource[T]); ok {
 		n.readParts = ps.ReadPartitions()
 	}
+	var res *forwarder.SourceResume[T] // set by resume, read by the replicas it starts
+	n.resume = func(c *config, p *Pipeline, n *node) (err error) {
+		res, err = prepareSource(c, p, n, src)
+		return err
+	}
 	n.run = func(rt *runtime, n *node, r int) error {
-		if err := resumeSource(&rt.cfg, p, n, src); err != nil {
-			return err
-		}
-		return forwarder.RunSource(rt.hard, rt.soft, rt.replicaConfig(n, r), src, edgesFor[T](n))
+		return forwarder.RunResumedSource(rt.hard, rt.soft, rt.replicaConfig(n, r), src, edgesFor[T](n), res)
 	}
 	return streamOf[T](p, n)
 }

@@ -89,6 +89,34 @@
 // across restarts (FromTopic: "partition-offset"; the generator: its
 // sequence number), so a sink can deduplicate.
 //
+// What a crash can repeat, by source, on durable storage:
+//
+//   - A replayable and resumable source (the generator, or any
+//     vertex.Resumable that is a vertex.Acker and a vertex.Acknowledged
+//     and keeps the promises vertex.Resumable lists) is
+//     never handed over twice to a buffer only it writes to: its position
+//     is made durable together with what it wrote. With every save of the
+//     position the pipeline records, in the state file, where in each such
+//     buffer the writes the position does not cover begin, and the buffer
+//     keeps them from there on; on restart it reads them back and tells the
+//     source, which goes on after them (a write cut half-way, to one edge
+//     and not another, is completed first). A reduce fed directly by such
+//     a source therefore counts every input exactly once across crashes,
+//     and a result emitted again after a crash is an identical re-emission
+//     with the same ID (the reduce crash test, 18 SIGKILLs and 6 SIGTERMs
+//     of generator -> two reduces: no input counted twice, none missing;
+//     before this, 3,600 of 56,000 inputs counted twice in 14 rounds).
+//   - Every other case is at least once: FromTopic (its commit is saved
+//     apart from the writes it covers), sources held in the process, a
+//     buffer the source shares with another vertex (a Join: another
+//     source's IDs cannot be told from its own, so what it wrote there is
+//     written again), and every vertex after the first buffer: a map, a
+//     sink or a reduce that a kill stops between its writes and the
+//     persisting of its commit processes that input again (a reduce
+//     downstream of a map counts the map's repeated outputs again; the
+//     reduce itself never counts an input offset twice, see
+//     forwarder.ReduceLog).
+//
 // Which built-in sources are replayable, on durable storage: the generator
 // (vertex.Generator, a vertex.Resumable: it continues after what was
 // acknowledged, its position kept in {dir}/{pipeline}/{vertex}.source) and

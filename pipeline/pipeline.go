@@ -159,10 +159,9 @@ type node struct {
 	release func()
 	// closers are the user's sources and sinks with a Close method.
 	closers []func() error
-	// resumeOnce gives a resumable source its state store before any
-	// replica reads (storage_state.go); resumeErr is its outcome.
-	resumeOnce sync.Once
-	resumeErr  error
+	// resume gives a source what it needs from the open buffers before
+	// any replica runs: a resumable one its state (source_resume.go).
+	resume func(c *config, p *Pipeline, n *node) error
 
 	// Runtime state, set by Run.
 	in       buffer

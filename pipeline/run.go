@@ -131,16 +131,17 @@ func (p *Pipeline) open(c *config) error {
 		}
 		b, err := n.open(c, p, n)
 		if err != nil {
-			errs := []error{&VertexError{Vertex: n.name, Err: err}}
-			for _, m := range p.nodes {
-				if m.in != nil {
-					errs = append(errs, m.in.close())
-					m.in = nil
-				}
-			}
-			return errors.Join(errs...)
+			return errors.Join(&VertexError{Vertex: n.name, Err: err}, p.closeBuffers())
 		}
 		n.in = b
+	}
+	for _, n := range p.nodes {
+		if n.resume == nil {
+			continue
+		}
+		if err := n.resume(c, p, n); err != nil {
+			return errors.Join(&VertexError{Vertex: n.name, Err: err}, p.closeBuffers())
+		}
 	}
 	p.live = true
 	return nil
@@ -170,6 +171,18 @@ func (p *Pipeline) release() {
 			n.release()
 		}
 	}
+}
+
+// closeBuffers closes the buffers open so far, after a failed open.
+func (p *Pipeline) closeBuffers() error {
+	var errs []error
+	for _, m := range p.nodes {
+		if m.in != nil {
+			errs = append(errs, m.in.close())
+			m.in = nil
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // start runs every vertex and returns when all have stopped. Nothing here
@@ -231,14 +244,21 @@ func (p *Pipeline) close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var errs []error
-	for _, n := range p.nodes {
-		if n.in != nil {
-			n.final = n.in.pending()
-			errs = append(errs, n.in.close())
-		}
-		for _, c := range n.closers {
-			if err := c(); err != nil {
-				errs = append(errs, &VertexError{Vertex: n.name, Err: err})
+	// Sources first: a resumable one saves its position with its output
+	// buffers' tails, and holds them (source_resume.go).
+	for _, sources := range []bool{true, false} {
+		for _, n := range p.nodes {
+			if (n.kind == kindSource) != sources {
+				continue
+			}
+			if n.in != nil {
+				n.final = n.in.pending()
+				errs = append(errs, n.in.close())
+			}
+			for _, c := range n.closers {
+				if err := c(); err != nil {
+					errs = append(errs, &VertexError{Vertex: n.name, Err: err})
+				}
 			}
 		}
 	}

@@ -165,6 +165,13 @@ type topicSpec struct {
 // openTopic opens the buffer described by spec on storage s: the one
 // place that turns a storage description into a typed topic.
 func openTopic[T any](c *config, spec topicSpec) (*isb.Topic[vertex.Message[T]], error) {
+	t, _, err := openTopicBackend[T](c, spec)
+	return t, err
+}
+
+// openTopicBackend is openTopic that also returns the topic's backend, whose
+// logs a resumable source's recovery reads (source_resume.go).
+func openTopicBackend[T any](c *config, spec topicSpec) (*isb.Topic[vertex.Message[T]], isb.Backend[vertex.Message[T]], error) {
 	topicOpts := []isb.TopicOption{isb.Partitions(spec.partitions), isb.Capacity(spec.capacity)}
 	switch s := c.storage.(type) {
 	case memoryStorage:
@@ -179,9 +186,10 @@ func openTopic[T any](c *config, spec topicSpec) (*isb.Topic[vertex.Message[T]],
 		}
 		backend, err := memory.New[vertex.Message[T]](memory.MaxFreeSegments(free))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return isb.NewTopic(spec.pipeline+"-"+spec.vertex, isb.Backend[vertex.Message[T]](backend), topicOpts...)
+		t, err := isb.NewTopic(spec.pipeline+"-"+spec.vertex, isb.Backend[vertex.Message[T]](backend), topicOpts...)
+		return t, backend, err
 	case *mmapStorage:
 		opts := append([]mmap.Option{
 			mmap.SegmentSize(mmapBufferSegment),
@@ -190,7 +198,7 @@ func openTopic[T any](c *config, spec topicSpec) (*isb.Topic[vertex.Message[T]],
 		}, s.opts...)
 		b, err := mmap.New[vertex.Message[T]](filepath.Join(s.dir, spec.pipeline), opts...)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var backend isb.Backend[vertex.Message[T]] = b
 		if c.commitEvery > 0 {
@@ -198,11 +206,11 @@ func openTopic[T any](c *config, spec topicSpec) (*isb.Topic[vertex.Message[T]],
 		}
 		t, err := isb.NewTopic(spec.vertex, backend, topicOpts...)
 		if err != nil {
-			return nil, errors.Join(err, backend.Close())
+			return nil, nil, errors.Join(err, backend.Close())
 		}
-		return t, nil
+		return t, backend, nil
 	}
-	return nil, &isb.OptionError{Package: "pipeline", Option: "storage", Value: c.storage, Reason: "unknown storage"}
+	return nil, nil, &isb.OptionError{Package: "pipeline", Option: "storage", Value: c.storage, Reason: "unknown storage"}
 }
 
 // valueCodec is the codec WithCodec set for T, or JSON.

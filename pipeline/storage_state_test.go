@@ -2,7 +2,10 @@ package pipeline
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -41,13 +44,56 @@ func TestStateFileRoundTrip(t *testing.T) {
 	}
 }
 
+// encodeStateV1 is the version 1 file of state: its payload is the state.
+func encodeStateV1(state []byte) []byte {
+	b := []byte(stateMagic)
+	b = binary.LittleEndian.AppendUint32(b, 1)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(state)))
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(state, castagnoli))
+	return append(b, state...)
+}
+
+// refix recomputes the header's length and checksum of b, a file whose
+// payload a test changed.
+func refix(b []byte) []byte {
+	b = append([]byte(nil), b...)
+	binary.LittleEndian.PutUint32(b[8:], uint32(len(b)-stateHeaderSize))
+	binary.LittleEndian.PutUint32(b[12:], crc32.Checksum(b[stateHeaderSize:], castagnoli))
+	return b
+}
+
+func TestStateAnchorsRoundTrip(t *testing.T) {
+	for _, s := range []savedState{
+		{state: []byte("pos"), anchors: map[string][]int64{}},
+		{state: []byte{}, anchors: map[string][]int64{"a": {0, 7}, "bb": {1 << 40}, "c": {}}},
+	} {
+		got, err := decodeState("f", encodeState(s))
+		if err != nil || string(got.state) != string(s.state) || fmt.Sprint(got.anchors) != fmt.Sprint(s.anchors) {
+			t.Fatalf("decode(encode(%v)) = %v, %v", s, got, err)
+		}
+	}
+	got, err := decodeState("f", encodeStateV1([]byte("old")))
+	if err != nil || string(got.state) != "old" || got.anchors != nil {
+		t.Fatalf("a version 1 file: %v, %v; want its state and no anchors", got, err)
+	}
+}
+
 func TestStateDecodeDamage(t *testing.T) {
-	good := encodeState([]byte("position"))
+	good := encodeState(savedState{state: []byte("position"), anchors: map[string][]int64{"m": {5, 9}}})
 	flip := func(at int) []byte {
 		b := append([]byte(nil), good...)
 		b[at] ^= 0x40
 		return b
 	}
+	// Payload: state length at 16, state at 20 (8 bytes), edges at 28,
+	// name length at 32, name at 34, partitions at 35, anchors at 39.
+	set32 := func(at int, v uint32) []byte {
+		b := append([]byte(nil), good...)
+		binary.LittleEndian.PutUint32(b[at:], v)
+		return refix(b)
+	}
+	twice := append(append([]byte(nil), good...), good[32:]...)
+	binary.LittleEndian.PutUint32(twice[28:], 2)
 	cases := []struct {
 		name   string
 		in     []byte
@@ -56,13 +102,20 @@ func TestStateDecodeDamage(t *testing.T) {
 	}{
 		{"empty", nil, 0, "truncated: 0 bytes"},
 		{"half a header", good[:9], 9, "truncated: 9 bytes"},
-		{"torn state", good[:len(good)-1], 8, "length 8, but 7 bytes follow"},
-		{"trailing bytes", append(append([]byte(nil), good...), 0), 8, "length 8, but 9 bytes follow"},
+		{"torn payload", good[:len(good)-1], 8, "length 39, but 38 bytes follow"},
+		{"trailing bytes", append(append([]byte(nil), good...), 0), 8, "length 39, but 40 bytes follow"},
 		{"magic", flip(1), 0, "magic"},
-		{"version", flip(4), 4, "version 65 is not supported"},
-		{"length", flip(8), 8, "length 72"},
+		{"version", flip(4), 4, "version 66 is not supported"},
+		{"length", flip(8), 8, "length 103"},
 		{"checksum", flip(13), 12, "checksum"},
-		{"state byte", flip(stateHeaderSize + 3), 12, "checksum"},
+		{"state byte", flip(stateHeaderSize + 7), 12, "checksum"},
+		{"anchor byte", flip(len(good) - 1), 12, "checksum"},
+		{"state length", set32(16, 100), 16, "the state's length 100"},
+		{"edge count", set32(28, 2), 55, "edge 1 of 2"},
+		{"no edge count", refix(good[:28]), 28, "no edge count"},
+		{"partitions", set32(35, 3), 32, "edge 0 of 1"},
+		{"bytes after", refix(append(append([]byte(nil), good...), 1)), 55, "1 bytes after the last edge"},
+		{"edge twice", refix(twice), 55, `edge "m" appears twice`},
 	}
 	for _, tc := range cases {
 		_, err := decodeState("f", tc.in)
@@ -89,19 +142,27 @@ func TestStateDecodeDamage(t *testing.T) {
 //	go test -run '^$' -fuzz FuzzStateDecode -parallel 1 ./pipeline
 func FuzzStateDecode(f *testing.F) {
 	for _, s := range []string{"", "position", strings.Repeat("y", 100)} {
-		b := encodeState([]byte(s))
-		f.Add(b)
-		f.Add(b[:len(b)-1])
+		for _, b := range [][]byte{
+			encodeState(savedState{state: []byte(s)}),
+			encodeState(savedState{state: []byte(s), anchors: map[string][]int64{"a": {1, 2}, "b": {}}}),
+		} {
+			f.Add(b)
+			f.Add(b[:len(b)-1])
+		}
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		state, err := decodeState("f", in)
+		s, err := decodeState("f", in)
 		if err != nil {
 			if !errors.Is(err, ErrCorruptState) {
 				t.Fatalf("error %v is not ErrCorruptState", err)
 			}
 			return
 		}
-		if string(encodeState(state)) != string(in) {
+		re := encodeState(s)
+		if s.anchors == nil {
+			re = encodeStateV1(s.state)
+		}
+		if string(re) != string(in) {
 			t.Fatal("an accepted file does not re-encode to itself")
 		}
 	})

@@ -140,11 +140,20 @@ func (g *GeneratorSource[T]) reserve(maxN int) (first int64, n int, wait time.Du
 	for {
 		cur := g.next.Load()
 		limit := int64(math.MaxInt64)
+		if g.resume != nil {
+			// Messages acknowledged in an earlier run are not made again.
+			next, stop := g.resume.skipAt(cur)
+			if next != cur {
+				g.next.CompareAndSwap(cur, next)
+				continue
+			}
+			limit = stop
+		}
 		if g.cfg.count > 0 {
 			if cur >= g.cfg.count {
 				return 0, 0, -1
 			}
-			limit = g.cfg.count
+			limit = min(limit, g.cfg.count)
 		}
 		if g.cfg.rate > 0 {
 			// Message i is due at start + (i-base)/rate; one is due at once.
