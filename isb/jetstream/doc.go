@@ -1,0 +1,2 @@
+// Package jetstream is the storage of the ISB on NATS JetStream.
+package jetstream
