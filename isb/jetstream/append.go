@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -55,7 +57,9 @@ func (l *log[T]) Append(items []T) (int64, error) {
 		return 0, &StreamError{Stream: l.stream, Op: "append", Kind: isb.ErrFull,
 			Err: fmt.Errorf("%d messages uncommitted, usage limit %d", l.used(), l.b.cfg.usageLimit)}
 	}
-	msgs, err := l.encode(items)
+	sc := scratches.Get().(*scratch)
+	defer scratches.Put(sc)
+	msgs, err := l.encode(sc, items)
 	if err != nil {
 		return 0, err
 	}
@@ -76,10 +80,23 @@ func (l *log[T]) used() int64 {
 	return l.tail.Load() - low
 }
 
-// encode turns items into messages sharing one payload buffer.
-func (l *log[T]) encode(items []T) ([]*nats.Msg, error) {
-	var buf []byte
-	ends := make([]int, len(items))
+// scratch is an append's messages, kept for the next append: nothing
+// refers to them once Append returns (a publish copies a message into the
+// connection's buffer before it returns).
+type scratch struct {
+	buf  []byte
+	ends []int
+	msgs []nats.Msg
+	ptrs []*nats.Msg
+}
+
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
+
+// encode turns items into messages sharing one payload buffer of sc.
+func (l *log[T]) encode(sc *scratch, items []T) ([]*nats.Msg, error) {
+	n := len(items)
+	buf := sc.buf[:0]
+	ends := slices.Grow(sc.ends[:0], n)[:n]
 	for i, it := range items {
 		var err error
 		if buf, err = l.b.cfg.codec.Append(buf, it); err != nil {
@@ -87,20 +104,28 @@ func (l *log[T]) encode(items []T) ([]*nats.Msg, error) {
 		}
 		ends[i] = len(buf)
 	}
-	msgs := make([]*nats.Msg, len(items))
-	structs := make([]nats.Msg, len(items))
+	sc.buf, sc.ends = buf, ends
+	if cap(sc.msgs) < n {
+		sc.msgs = make([]nats.Msg, n)
+		sc.ptrs = make([]*nats.Msg, n)
+	}
+	msgs, ptrs := sc.msgs[:n], sc.ptrs[:n]
 	prefix := l.b.id + "." + strconv.Itoa(l.p) + "."
-	first := l.seq.Add(uint64(len(items))) - uint64(len(items))
+	first := l.seq.Add(uint64(n)) - uint64(n)
 	start := 0
 	for i := range items {
-		m := &structs[i]
-		m.Subject = l.stream
-		m.Data = buf[start:ends[i]:ends[i]]
-		m.Header = nats.Header{natsjs.MsgIDHeader: []string{prefix + strconv.FormatUint(first+uint64(i), 10)}}
-		msgs[i] = m
+		m := &msgs[i]
+		id := prefix + strconv.FormatUint(first+uint64(i), 10)
+		if v := m.Header[natsjs.MsgIDHeader]; len(v) == 1 {
+			v[0] = id
+		} else {
+			m.Header = nats.Header{natsjs.MsgIDHeader: []string{id}}
+		}
+		m.Subject, m.Data = l.stream, buf[start:ends[i]:ends[i]]
+		ptrs[i] = m
 		start = ends[i]
 	}
-	return msgs, nil
+	return ptrs, nil
 }
 
 // publish publishes msgs, retrying as the package doc says, and returns
@@ -111,40 +136,27 @@ func (l *log[T]) publish(msgs []*nats.Msg) (int64, error) {
 	stored := 0
 	pending := msgs
 	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		res, err := l.b.pub.publish(l.ctx, pending, l.b.cfg.ackTimeout)
+		if err != nil {
+			return 0, isb.ErrClosed // sealed: the topic is closing
+		}
 		var failed []*nats.Msg
 		var lastErr error
 		allFull := true
-		futures := make([]natsjs.PubAckFuture, len(pending))
-		for i, m := range pending {
-			f, err := l.b.js.PublishMsgAsync(m, natsjs.WithStallWait(l.b.cfg.ackTimeout))
-			if err != nil {
-				failed, lastErr, allFull = append(failed, m), err, false
-				continue
-			}
-			futures[i] = f
-		}
-		for i, f := range futures {
-			if f == nil {
-				continue
-			}
-			select {
-			case ack := <-f.Ok():
-				last = max(last, ack.Sequence)
+		for i, r := range res {
+			if r.err == nil {
+				last = max(last, r.seq)
 				stored++
-			case err := <-f.Err():
-				failed, lastErr = append(failed, pending[i]), err
-				allFull = allFull && storageFull(err)
-			case <-l.ctx.Done():
-				return 0, isb.ErrClosed
+				continue
 			}
+			failed, lastErr = append(failed, pending[i]), r.err
+			allFull = allFull && storageFull(r.err)
 		}
 		if len(failed) == 0 {
 			return int64(last), nil
 		}
-		if errors.Is(lastErr, natsjs.ErrNoStreamResponse) || errors.Is(lastErr, nats.ErrNoResponders) {
-			if l.checkDeleted() {
-				return 0, l.deletedErr("append")
-			}
+		if errors.Is(lastErr, nats.ErrNoResponders) && l.checkDeleted() {
+			return 0, l.deletedErr("append")
 		}
 		switch {
 		case allFull && stored == 0:

@@ -31,6 +31,7 @@ type Backend[T any] struct {
 	parts []*log[T]
 
 	direct    *directReader
+	pub       *publisher
 	commits   natsjs.KeyValue
 	claims    natsjs.KeyValue
 	announced *nats.Subscription
@@ -121,8 +122,7 @@ func (b *Backend[T]) Open(topic string, partitions int) error {
 	if last := b.names.stream(partitions - 1); len(last) > maxNameLen {
 		return optErr("topic name", topic, fmt.Sprintf("makes stream names longer than %d bytes (%q)", maxNameLen, last))
 	}
-	js, err := natsjs.New(b.nc, natsjs.WithPublishAsyncMaxPending(b.cfg.maxOutstanding),
-		natsjs.WithPublishAsyncTimeout(b.cfg.ackTimeout))
+	js, err := natsjs.New(b.nc)
 	if err != nil {
 		return err
 	}
@@ -152,6 +152,10 @@ func (b *Backend[T]) open(partitions int) error {
 	if b.direct, err = newDirectReader(b.nc); err != nil {
 		return err
 	}
+	if b.pub, err = newPublisher(b.nc, b.cfg.maxOutstanding); err != nil {
+		return err
+	}
+	b.wg.Go(b.pub.watchReconnects)
 	if b.announced, err = b.nc.Subscribe(b.names.announceAll(), b.onAnnounce); err != nil {
 		return fmt.Errorf("jetstream: subscribe to the announcements of topic %q: %w", b.topic, err)
 	}
@@ -242,8 +246,13 @@ func (b *Backend[T]) Close() error {
 // shutdown releases what open took, also after a failed open.
 func (b *Backend[T]) shutdown() error {
 	b.cancel()
-	b.wg.Wait()
 	var errs []error
+	if b.pub != nil {
+		if err := b.pub.close(); err != nil { // ends watchReconnects
+			errs = append(errs, err)
+		}
+	}
+	b.wg.Wait()
 	b.claimMu.Lock()
 	held := b.held
 	b.held = nil
@@ -262,9 +271,6 @@ func (b *Backend[T]) shutdown() error {
 		if err := b.direct.close(); err != nil {
 			errs = append(errs, err)
 		}
-	}
-	if b.js != nil {
-		b.js.CleanupPublisher()
 	}
 	return errors.Join(errs...)
 }

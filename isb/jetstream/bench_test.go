@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,15 +14,19 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/internal/natstest"
+	"github.com/runnel-dev/runnel/isb"
+	"github.com/runnel-dev/runnel/isb/codec"
 )
 
-// Baselines on one embedded server (file storage), in one run:
+// Baselines and the storage on one embedded server (file storage), in
+// one run:
 //
-//	go test -run '^$' -bench 'Raw|ReadPath|CommitOp' -benchtime 200000x ./isb/jetstream
+//	go test -run '^$' -bench 'Raw|Topic|ReadPath|CommitOp' -benchtime 200000x ./isb/jetstream
 //
 // Every message is a 64-byte payload. ns/op is per message (per commit for
-// CommitOp); msg/s is the same figure inverted. Read paths read messages
-// published before the timer starts.
+// CommitOp); msg/s is the same figure inverted. Reads read messages
+// published before the timer starts. BenchmarkTopic runs beside BenchmarkRaw
+// on the same server, so their ratio is the storage's cost.
 
 const (
 	benchPayload     = 64
@@ -82,12 +89,23 @@ func perSecond(b *testing.B, n int) {
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "msg/s")
 }
 
-// BenchmarkRaw is the raw nats.go loop the storage is measured against:
+// BenchmarkRaw (with BenchmarkTopic) is the raw nats.go loop the storage is measured against:
 // async publish (bounded outstanding, then wait), and a durable pull
 // consumer with AckAll read by Fetch or by Messages, acknowledging the
 // last message of every batch of 500.
-func BenchmarkRaw(b *testing.B) {
+func BenchmarkRaw(b *testing.B) { runRaw(b, newBenchEnv(b)) }
+
+// BenchmarkTopic runs the raw loops and the same work through an
+// isb.Topic on this storage (one partition, batches of 500, auto commit)
+// on one server, interleaved: raw publish, topic produce, raw consume,
+// topic consume.
+func BenchmarkTopic(b *testing.B) {
 	e := newBenchEnv(b)
+	runRaw(b, e)
+	runTopic(b, e)
+}
+
+func runRaw(b *testing.B, e *benchEnv) {
 	for _, ids := range []bool{false, true} {
 		b.Run(fmt.Sprintf("publish/msgid=%v", ids), func(b *testing.B) {
 			s := e.stream(b)
@@ -288,4 +306,138 @@ func BenchmarkCommitOp(b *testing.B) {
 			}
 		}
 	})
+}
+
+type rec64 [benchPayload]byte
+
+// topic opens a one-partition topic of rec64 (raw codec: the payload is
+// exactly the 64 bytes) on a fresh prefix.
+func (e *benchEnv) topic(b *testing.B) (*isb.Topic[rec64], string) {
+	e.n++
+	c, err := codec.Raw[rec64]()
+	if err != nil {
+		b.Fatal(err)
+	}
+	prefix := fmt.Sprintf("topic%d-", e.n)
+	tp, err := NewTopic[rec64](e.nc, "bench", WithCodec(c), Prefix(prefix), MaxMsgs(1<<30))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { tp.Close() })
+	return tp, prefix + "bench-0"
+}
+
+func runTopic(b *testing.B, e *benchEnv) {
+	for _, producers := range []int{1, 4} {
+		b.Run(fmt.Sprintf("topic-produce/goroutines=%d", producers), func(b *testing.B) {
+			tp, _ := e.topic(b)
+			pr := tp.Producer(nil)
+			ctx := context.Background()
+			var next atomic.Int64 // batches taken
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for range producers {
+				wg.Go(func() {
+					batch := make([]rec64, benchBatch)
+					for {
+						done := int(next.Add(1)-1) * benchBatch
+						if done >= b.N {
+							return
+						}
+						if _, err := pr.ProduceTo(ctx, 0, batch[:min(benchBatch, b.N-done)]); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			perSecond(b, b.N)
+		})
+	}
+	b.Run("topic-consume", func(b *testing.B) {
+		tp, stream := e.topic(b)
+		e.publish(b, stream, b.N, true)
+		c, err := tp.PullConsumer("g", isb.BatchSize(benchBatch))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		ctx := context.Background()
+		b.ResetTimer()
+		for got := 0; got < b.N; {
+			bt, err := c.Pull(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			got += len(bt.Items)
+		}
+		if err := c.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		perSecond(b, b.N)
+	})
+}
+
+// BenchmarkAtomicBatch measures what phase 2 could build appends on:
+// JetStream's atomic batch publish (AllowAtomicPublish, nats-server 2.12+),
+// where a batch of up to 1000 messages is stored all or nothing, at
+// contiguous sequences, with one acknowledgement for the commit message.
+// Batches of 500, with 1 or 4 batches in flight.
+func BenchmarkAtomicBatch(b *testing.B) {
+	e := newBenchEnv(b)
+	for _, inflight := range []int{1, 4} {
+		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
+			e.n++
+			name := fmt.Sprintf("atomic-%d", e.n)
+			if _, err := e.js.CreateStream(e.ctx, natsjs.StreamConfig{
+				Name: name, Subjects: []string{name}, Storage: natsjs.FileStorage, AllowDirect: true,
+				Discard: natsjs.DiscardNew, Duplicates: 2 * time.Minute, AllowAtomicPublish: true,
+			}); err != nil {
+				b.Fatal(err)
+			}
+			acks := make(chan *nats.Msg, inflight)
+			sub, err := e.nc.ChanSubscribe(e.nc.NewInbox(), acks)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer sub.Unsubscribe()
+			payload := make([]byte, benchPayload)
+			wait := func() {
+				select {
+				case m := <-acks:
+					if strings.Contains(string(m.Data), "error") {
+						b.Fatalf("batch: %s", m.Data)
+					}
+				case <-time.After(10 * time.Second):
+					b.Fatal("no batch acknowledgement in 10s")
+				}
+			}
+			b.ResetTimer()
+			sent := 0
+			for batch := 0; batch*benchBatch < b.N; batch++ {
+				if batch >= inflight {
+					wait()
+				}
+				id := "b" + strconv.Itoa(batch)
+				n := min(benchBatch, b.N-batch*benchBatch)
+				for i := 1; i <= n; i++ {
+					m := &nats.Msg{Subject: name, Data: payload, Header: nats.Header{
+						"Nats-Batch-Id": {id}, "Nats-Batch-Sequence": {strconv.Itoa(i)}}}
+					if i == n {
+						m.Header["Nats-Batch-Commit"] = []string{"1"}
+						m.Reply = sub.Subject
+					}
+					if err := e.nc.PublishMsg(m); err != nil {
+						b.Fatal(err)
+					}
+				}
+				sent++
+			}
+			for range min(sent, inflight) {
+				wait()
+			}
+			perSecond(b, b.N)
+		})
+	}
 }
