@@ -47,3 +47,26 @@ func TestSuite(t *testing.T) {
 	srv := natstest.Start(t)
 	isbtest.RunStorage(t, storageOn(srv.Connect()))
 }
+
+// The shared-storage suite: every "process" is a topic on a connection
+// of its own to one server.
+func TestSharedSuite(t *testing.T) {
+	srv := natstest.Start(t)
+	isbtest.RunShared(t, func(_ testing.TB, limit int64) isbtest.SharedStorage {
+		prefix := fmt.Sprintf("s%d-", prefixes.Add(1))
+		opts := testOptions(prefix)
+		if limit > 0 {
+			// The usage limit is the suite's: uncommitted items. The
+			// stream's own limit sits above it (it counts what retention
+			// has not deleted yet).
+			opts = append(opts, jetstream.MaxMsgs(4*limit), jetstream.UsageLimit(0.25))
+		}
+		return isbtest.SharedStorage{Open: func(t testing.TB, topicOpts ...isb.TopicOption) (*isb.Topic[isbtest.Item], error) {
+			tp, err := jetstream.NewTopic[isbtest.Item](srv.Connect(), "orders", append(opts, jetstream.Topic(topicOpts...))...)
+			if err == nil {
+				t.Cleanup(func() { tp.Close() })
+			}
+			return tp, err
+		}}
+	})
+}
