@@ -152,6 +152,7 @@ func (b *Backend[T]) open(partitions int) error {
 	if b.direct, err = newDirectReader(b.nc); err != nil {
 		return err
 	}
+	b.wg.Go(b.direct.watchReconnects)
 	if b.pub, err = newPublisher(b.nc, b.cfg.maxOutstanding); err != nil {
 		return err
 	}
@@ -247,8 +248,14 @@ func (b *Backend[T]) Close() error {
 func (b *Backend[T]) shutdown() error {
 	b.cancel()
 	var errs []error
+	// Closing the publisher and the reader ends their watchReconnects.
 	if b.pub != nil {
-		if err := b.pub.close(); err != nil { // ends watchReconnects
+		if err := b.pub.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if b.direct != nil {
+		if err := b.direct.close(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -264,11 +271,6 @@ func (b *Backend[T]) shutdown() error {
 	}
 	if b.announced != nil {
 		if err := b.announced.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-			errs = append(errs, err)
-		}
-	}
-	if b.direct != nil {
-		if err := b.direct.close(); err != nil {
 			errs = append(errs, err)
 		}
 	}

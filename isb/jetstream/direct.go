@@ -42,6 +42,7 @@ type directReader struct {
 	nc     *nats.Conn
 	prefix string // reply subject prefix, ending with '.'
 	sub    *nats.Subscription
+	status chan nats.Status // reconnects: requests in flight fail at once
 
 	mu   sync.Mutex
 	next uint64
@@ -51,6 +52,7 @@ type directReader struct {
 type directReq struct {
 	msgs []*nats.Msg
 	end  chan batchEnd // buffered 1: the handler never blocks
+	fail chan error    // buffered 1: a reconnect ended the request
 }
 
 func newDirectReader(nc *nats.Conn) (*directReader, error) {
@@ -67,10 +69,27 @@ func newDirectReader(nc *nats.Conn) (*directReader, error) {
 		return nil, fmt.Errorf("jetstream: direct get subscription: %w", err)
 	}
 	r.sub = sub
+	r.status = nc.StatusChanged(nats.RECONNECTING)
 	return r, nil
 }
 
+// watchReconnects fails the requests in flight when the connection drops:
+// their answers are lost with it, and a read retried once the connection
+// is back costs a reconnect, not a RequestTimeout. It returns when close
+// removes the status listener.
+func (r *directReader) watchReconnects() {
+	for range r.status {
+		r.mu.Lock()
+		for token, req := range r.reqs {
+			delete(r.reqs, token)
+			req.fail <- nats.ErrDisconnected
+		}
+		r.mu.Unlock()
+	}
+}
+
 func (r *directReader) close() error {
+	r.nc.RemoveStatusListener(r.status)
 	if err := r.sub.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		return err
 	}
@@ -117,7 +136,7 @@ func (r *directReader) get(ctx context.Context, stream string, seq uint64, n int
 	if err != nil {
 		return batchEnd{}, err
 	}
-	req := &directReq{end: make(chan batchEnd, 1)}
+	req := &directReq{end: make(chan batchEnd, 1), fail: make(chan error, 1)}
 	r.mu.Lock()
 	r.next++
 	token := strconv.FormatUint(r.next, 36)
@@ -135,6 +154,8 @@ func (r *directReader) get(ctx context.Context, stream string, seq uint64, n int
 	select {
 	case end := <-req.end:
 		return end, nil
+	case err := <-req.fail:
+		return batchEnd{}, err
 	case <-ctx.Done():
 		forget()
 		return batchEnd{}, ctx.Err()
