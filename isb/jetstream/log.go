@@ -195,17 +195,20 @@ func (l *log[T]) cas(group string) uint64 {
 }
 
 // request runs f with a fresh request timeout, retrying transient failures
-// until RetryTimeout or the log is sealed.
-func (l *log[T]) request(op string, f func(ctx context.Context) error) error {
+// until RetryTimeout or until parent ends: the log's context (sealed when
+// the topic closes) for appends and reads, the backend's (closed after the
+// topic waited for its consumers) for commits, so a commit racing with
+// Topic.Close still lands.
+func (l *log[T]) request(parent context.Context, op string, f func(ctx context.Context) error) error {
 	deadline := time.Now().Add(l.b.cfg.retryTimeout)
 	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
-		ctx, cancel := context.WithTimeout(l.ctx, l.b.cfg.requestTimeout)
+		ctx, cancel := context.WithTimeout(parent, l.b.cfg.requestTimeout)
 		err := f(ctx)
 		cancel()
 		if err == nil {
 			return nil
 		}
-		if l.ctx.Err() != nil {
+		if parent.Err() != nil {
 			return isb.ErrClosed
 		}
 		if !transient(err) || time.Now().After(deadline) {
@@ -214,7 +217,7 @@ func (l *log[T]) request(op string, f func(ctx context.Context) error) error {
 		l.b.cfg.log.Warn("jetstream: retrying", zap.String("stream", l.stream), zap.String("op", op), zap.Error(err))
 		select {
 		case <-time.After(wait):
-		case <-l.ctx.Done():
+		case <-parent.Done():
 			return isb.ErrClosed
 		}
 	}
@@ -229,7 +232,7 @@ func (l *log[T]) Commit(group string, offset int64) error {
 	}
 	key := l.b.names.key(l.p, group)
 	val := strconv.AppendInt(nil, offset, 10)
-	return l.request("commit", func(ctx context.Context) error {
+	return l.request(l.b.ctx, "commit", func(ctx context.Context) error {
 		for {
 			var err error
 			var next uint64
@@ -291,7 +294,7 @@ func (l *log[T]) get(ctx context.Context, group string) (off int64, rev uint64, 
 func (l *log[T]) Committed(group string) (int64, bool) {
 	var off int64
 	var ok bool
-	err := l.request("read commit", func(ctx context.Context) error {
+	err := l.request(l.b.ctx, "read commit", func(ctx context.Context) error {
 		var err error
 		var rev uint64
 		if off, rev, ok, err = l.get(ctx, group); err == nil && ok {
@@ -311,7 +314,7 @@ func (l *log[T]) Committed(group string) (int64, bool) {
 
 // deleteGroup purges group's key of this partition.
 func (l *log[T]) deleteGroup(group string) error {
-	err := l.request("delete group", func(ctx context.Context) error {
+	err := l.request(l.b.ctx, "delete group", func(ctx context.Context) error {
 		return l.b.commits.Purge(ctx, l.b.names.key(l.p, group))
 	})
 	if err != nil {

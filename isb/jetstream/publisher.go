@@ -38,7 +38,8 @@ type pubResult struct {
 // round is one call of publish: its messages' answers.
 type round struct {
 	res  []pubResult
-	got  []bool
+	sent []bool // holds a slot until answered (guarded by publisher.mu)
+	got  []bool // answered, or failed
 	left int
 	done chan struct{} // closed when every message is answered
 }
@@ -93,15 +94,17 @@ func (p *publisher) close() error {
 	return nil
 }
 
-// failLocked ends round id: every message not answered fails with err
-// and gives its slot back. p.mu is held.
+// failLocked ends round id: every message not answered fails with err,
+// and those sent give their slot back. p.mu is held.
 func (p *publisher) failLocked(id uint64, r *round, err error) {
 	delete(p.rounds, id)
 	for i := range r.res {
 		if !r.got[i] {
 			r.got[i] = true
 			r.res[i].err = err
-			p.slots.Release(1)
+			if r.sent[i] {
+				p.slots.Release(1)
+			}
 		}
 	}
 	r.left = 0
@@ -173,11 +176,11 @@ func parseAck(m *nats.Msg) pubResult {
 
 // publish sends msgs (their Reply is overwritten) and waits for their
 // answers, at most AckTimeout after the last was sent, or until ctx ends.
-// A message the client could not send fails with that error; messages
-// after it are not sent (they fail with the same error), so what is sent
-// keeps its order.
+// A message the client could not send fails with that error, and so do
+// the messages after it, unsent: what is sent keeps its order.
 func (p *publisher) publish(ctx context.Context, msgs []*nats.Msg, ackTimeout time.Duration) ([]pubResult, error) {
-	r := &round{res: make([]pubResult, len(msgs)), got: make([]bool, len(msgs)), left: len(msgs), done: make(chan struct{})}
+	n := len(msgs)
+	r := &round{res: make([]pubResult, n), sent: make([]bool, n), got: make([]bool, n), left: n, done: make(chan struct{})}
 	p.mu.Lock()
 	p.next++
 	id := p.next
@@ -185,26 +188,21 @@ func (p *publisher) publish(ctx context.Context, msgs []*nats.Msg, ackTimeout ti
 	p.mu.Unlock()
 	base := p.prefix + strconv.FormatUint(id, 36) + "."
 	for i, m := range msgs {
-		err := p.slots.Acquire(ctx, 1)
-		if err == nil {
-			m.Reply = base + strconv.Itoa(i)
-			if err = p.nc.PublishMsg(m); err != nil {
-				p.slots.Release(1)
-			}
+		if err := p.slots.Acquire(ctx, 1); err != nil {
+			p.end(id, r, err)
+			break
 		}
-		if err != nil {
-			p.mu.Lock()
-			for j := i; j < len(msgs); j++ { // unsent: no slot held
-				if !r.got[j] {
-					r.got[j], r.res[j].err = true, err
-					r.left--
-				}
-			}
-			if r.left == 0 && p.rounds[id] == r {
-				delete(p.rounds, id)
-				close(r.done)
-			}
+		p.mu.Lock()
+		if p.rounds[id] != r { // failed by a reconnect meanwhile
 			p.mu.Unlock()
+			p.slots.Release(1)
+			break
+		}
+		r.sent[i] = true
+		p.mu.Unlock()
+		m.Reply = base + strconv.Itoa(i)
+		if err := p.nc.PublishMsg(m); err != nil {
+			p.end(id, r, err)
 			break
 		}
 	}
@@ -213,17 +211,21 @@ func (p *publisher) publish(ctx context.Context, msgs []*nats.Msg, ackTimeout ti
 	var err error
 	select {
 	case <-r.done:
-		return r.res, nil
+		return r.res, ctx.Err() // the round may have ended because ctx did
 	case <-timer.C:
 		err = natsjs.ErrAsyncPublishTimeout
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
+	p.end(id, r, err)
+	return r.res, ctx.Err()
+}
+
+// end fails what round id has not been answered, unless it ended already.
+func (p *publisher) end(id uint64, r *round, err error) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.rounds[id] == r {
 		p.failLocked(id, r, err)
 	}
-	p.mu.Unlock()
-	<-r.done
-	return r.res, ctx.Err()
 }

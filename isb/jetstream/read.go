@@ -32,7 +32,7 @@ func (l *log[T]) Read(offset int64, max int, buf []T) ([]T, error) {
 	}
 	seq := uint64(offset) + 1
 	var end batchEnd
-	err := l.request("read", func(ctx context.Context) error {
+	err := l.request(l.ctx, "read", func(ctx context.Context) error {
 		var err error
 		end, err = l.fetch(ctx, seq, max, false)
 		return err
@@ -42,7 +42,7 @@ func (l *log[T]) Read(offset int64, max int, buf []T) ([]T, error) {
 	}
 	if end.last != seq+uint64(len(end.msgs))-1 {
 		// Not contiguous from seq: find where the gap is.
-		if err := l.request("read", func(ctx context.Context) error {
+		if err := l.request(l.ctx, "read", func(ctx context.Context) error {
 			var err error
 			end, err = l.fetch(ctx, seq, max, true)
 			return err
