@@ -150,9 +150,10 @@
 // # Failures
 //
 // Through a lost connection or a restarting server, appends, reads and
-// commits pause and retry (requests in flight fail at the reconnect
-// instead of waiting for their timeout) until RetryTimeout; then they fail
-// with ErrUnreachable. Delivery is at least once: an append that failed
+// commits pause and retry until RetryTimeout, then fail with
+// ErrUnreachable. Reads and publishes in flight fail at the reconnect and
+// are sent again once the connection is back; a commit in flight waits
+// for its RequestTimeout first. Delivery is at least once: an append that failed
 // may have stored some of its items; a read is never lost, and a commit
 // lost with the server only makes its items read again. Errors that do
 // not heal are *StreamError values naming the stream: ErrUnreachable at

@@ -141,3 +141,32 @@ func streamState(t *testing.T, js natsjs.JetStream, stream string) natsjs.Stream
 	}
 	return s.CachedInfo().State
 }
+
+// A Pull blocked on a partition wakes on a message that a writer outside
+// runnel published (no announcement): the refresh finds it.
+func TestPullWakesOnUnannouncedAppend(t *testing.T) {
+	ctx := testCtx(t)
+	nc := natstest.Start(t).Connect()
+	prefix := freshPrefix()
+	tp := mustTopic(t, nc, prefix, nil)
+	c, err := tp.PullConsumer("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pulled := make(chan isb.Batch[isbtest.Item], 1)
+	go func() {
+		b, err := c.Pull(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		b.Items = slices.Clone(b.Items)
+		pulled <- b
+	}()
+	if _, err := jsOf(t, nc).Publish(ctx, prefix+"orders-0", []byte(`{"p":7,"s":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if b := <-pulled; b.Offset != 0 || !slices.Equal(b.Items, []isbtest.Item{{Producer: 7, Seq: 1}}) {
+		t.Fatalf("Pull = offset %d %v; want offset 0 [{7 1}]", b.Offset, b.Items)
+	}
+}
