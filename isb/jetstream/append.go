@@ -1,0 +1,201 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/runnel-dev/runnel/isb"
+)
+
+// Appends.
+//
+// An append encodes its items, publishes them asynchronously (at most
+// MaxOutstanding of the backend in flight) with the message id
+// {backend id}.{partition}.{sequence}, and waits for every
+// acknowledgement. A publish that fails in a way that heals (no
+// acknowledgement within AckTimeout, no responders while the server
+// restarts, a lost connection) is sent again with the same id until
+// RetryTimeout: the server stores a message once per id within the
+// Duplicates window, and acknowledges a repeated one with the sequence of
+// the first, so a retry after a lost acknowledgement is no duplicate.
+//
+// The offsets of an append are in order but not necessarily contiguous:
+// appends of other goroutines and processes to the same stream interleave
+// with it. The offset of its last item is exact; Append returns it minus
+// len(items)-1, which is all the topic uses (ProduceTo's last offset, a
+// batch's last offset per partition).
+
+// AppendOne appends one item.
+func (l *log[T]) AppendOne(item T) (int64, error) { return l.Append([]T{item}) }
+
+// Append stores items and returns the offset of the last minus
+// len(items)-1 (see above). A partition whose usage is at its limit, as
+// this process knows it, is an error matching isb.ErrFull and nothing is
+// published.
+func (l *log[T]) Append(items []T) (int64, error) {
+	n := len(items)
+	if n == 0 {
+		return l.Tail(), nil
+	}
+	l.smu.RLock()
+	defer l.smu.RUnlock()
+	switch {
+	case l.sealed:
+		return 0, isb.ErrClosed
+	case l.deleted.Load():
+		return 0, l.deletedErr("append")
+	case l.full(n):
+		return 0, &StreamError{Stream: l.stream, Op: "append", Kind: isb.ErrFull,
+			Err: fmt.Errorf("%d messages uncommitted, usage limit %d", l.used(), l.b.cfg.usageLimit)}
+	}
+	sc := scratches.Get().(*scratch)
+	defer scratches.Put(sc)
+	msgs, err := l.encode(sc, items)
+	if err != nil {
+		return 0, err
+	}
+	last, err := l.publish(msgs)
+	if err != nil {
+		return 0, err
+	}
+	l.raiseTail(last)
+	// Announce the new tail to the other processes' topics (core NATS: no
+	// round trip, and a lost announcement only delays their wake-up to
+	// the next refresh).
+	l.b.nc.Publish(l.b.names.announce(l.p), strconv.AppendInt(nil, last, 10))
+	return last - int64(n), nil // offset of the last is last-1
+}
+
+func (l *log[T]) used() int64 {
+	low, _ := l.low()
+	return l.tail.Load() - low
+}
+
+// scratch is an append's messages, kept for the next append: nothing
+// refers to them once Append returns (a publish copies a message into the
+// connection's buffer before it returns).
+type scratch struct {
+	buf  []byte
+	ends []int
+	msgs []nats.Msg
+	ptrs []*nats.Msg
+}
+
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
+
+// encode turns items into messages sharing one payload buffer of sc.
+func (l *log[T]) encode(sc *scratch, items []T) ([]*nats.Msg, error) {
+	n := len(items)
+	buf := sc.buf[:0]
+	ends := slices.Grow(sc.ends[:0], n)[:n]
+	for i, it := range items {
+		var err error
+		if buf, err = l.b.cfg.codec.Append(buf, it); err != nil {
+			return nil, &StreamError{Stream: l.stream, Op: "append", Err: fmt.Errorf("item %d of the batch: %w", i, err)}
+		}
+		ends[i] = len(buf)
+	}
+	sc.buf, sc.ends = buf, ends
+	if cap(sc.msgs) < n {
+		sc.msgs = make([]nats.Msg, n)
+		sc.ptrs = make([]*nats.Msg, n)
+	}
+	msgs, ptrs := sc.msgs[:n], sc.ptrs[:n]
+	prefix := l.b.id + "." + strconv.Itoa(l.p) + "."
+	first := l.seq.Add(uint64(n)) - uint64(n)
+	start := 0
+	for i := range items {
+		m := &msgs[i]
+		id := prefix + strconv.FormatUint(first+uint64(i), 10)
+		if v := m.Header[natsjs.MsgIDHeader]; len(v) == 1 {
+			v[0] = id
+		} else {
+			m.Header = nats.Header{natsjs.MsgIDHeader: []string{id}}
+		}
+		m.Subject, m.Data = l.stream, buf[start:ends[i]:ends[i]]
+		ptrs[i] = m
+		start = ends[i]
+	}
+	return ptrs, nil
+}
+
+// publish publishes msgs, retrying as the package doc says, and returns
+// the highest sequence they were stored at.
+func (l *log[T]) publish(msgs []*nats.Msg) (int64, error) {
+	deadline := time.Now().Add(l.b.cfg.retryTimeout)
+	var last uint64
+	stored := 0
+	pending := msgs
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		res, err := l.b.pub.publish(l.ctx, pending, l.b.cfg.ackTimeout)
+		if err != nil {
+			return 0, isb.ErrClosed // sealed: the topic is closing
+		}
+		var failed []*nats.Msg
+		var lastErr error
+		allFull := true
+		for i, r := range res {
+			if r.err == nil {
+				last = max(last, r.seq)
+				stored++
+				continue
+			}
+			failed, lastErr = append(failed, pending[i]), r.err
+			allFull = allFull && storageFull(r.err)
+		}
+		if len(failed) == 0 {
+			return int64(last), nil
+		}
+		if errors.Is(lastErr, nats.ErrNoResponders) && l.checkDeleted() {
+			return 0, l.deletedErr("append")
+		}
+		switch {
+		case allFull && stored == 0:
+			// The stream's own limit, before anything of the batch was
+			// stored: full, as the usage check would have said.
+			return 0, &StreamError{Stream: l.stream, Op: "append", Kind: isb.ErrFull, Err: lastErr}
+		case !allFull && !transient(lastErr):
+			return 0, streamErr(l.stream, "append", lastErr)
+		case time.Now().After(deadline):
+			return 0, &StreamError{Stream: l.stream, Op: "append", Kind: ErrUnreachable,
+				Err: fmt.Errorf("%d of %d messages not acknowledged after %v: %w", len(failed), len(msgs), l.b.cfg.retryTimeout, lastErr)}
+		}
+		// Part of the batch is stored: the rest is retried, also at the
+		// stream's limit (waiting for room), so that nothing of the batch is
+		// left half-stored without an error.
+		l.b.cfg.log.Warn("jetstream: retrying publishes", zap.String("stream", l.stream),
+			zap.Int("messages", len(failed)), zap.Error(lastErr))
+		select {
+		case <-time.After(wait):
+		case <-l.ctx.Done():
+			return 0, isb.ErrClosed
+		}
+		pending = failed
+	}
+}
+
+// checkDeleted asks the server whether the stream still exists, marking
+// it deleted when it does not. An error other than "not found" says
+// nothing: the server may be restarting.
+func (l *log[T]) checkDeleted() bool {
+	if l.deleted.Load() {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(l.ctx, l.b.cfg.requestTimeout)
+	defer cancel()
+	_, err := l.b.js.Stream(ctx, l.stream)
+	if errors.Is(err, natsjs.ErrStreamNotFound) {
+		l.markDeleted()
+		return true
+	}
+	return false
+}

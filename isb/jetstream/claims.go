@@ -1,0 +1,145 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/runnel-dev/runnel/isb"
+)
+
+// Membership: a consumer's partitions are claimed in the claim bucket,
+// one key per group and partition holding the backend's id, created only
+// if absent (so two processes never both claim one), renewed every
+// ClaimTTL/3 and deleted when the consumer closes. The bucket's TTL
+// (ClaimTTL) expires the claims of a process that died without closing.
+
+// claim is the claimed keys of one consumer.
+type claim struct {
+	mu     sync.Mutex // renew and release
+	b      *backendClaims
+	group  string
+	keys   []string
+	stream []string
+	revs   []uint64
+}
+
+// backendClaims is what claims need of the backend, apart from its type
+// parameter.
+type backendClaims struct {
+	kv      natsjs.KeyValue
+	id      string
+	timeout time.Duration
+	log     *zap.Logger
+}
+
+func (b *Backend[T]) claimsOf() *backendClaims {
+	return &backendClaims{kv: b.claims, id: b.id, timeout: b.cfg.requestTimeout, log: b.cfg.log}
+}
+
+// Claim makes this backend the only reader of partitions of group until
+// unclaim, in every process: a partition claimed already is an error
+// matching isb.ErrGroupInUse, and nothing is claimed.
+func (b *Backend[T]) Claim(group string, partitions []int) (func() error, error) {
+	c := &claim{b: b.claimsOf(), group: group}
+	for _, p := range partitions {
+		key := b.names.key(p, group)
+		ctx, cancel := context.WithTimeout(b.ctx, b.cfg.requestTimeout)
+		rev, err := c.b.kv.Create(ctx, key, []byte(b.id))
+		cancel()
+		if err != nil {
+			if rerr := c.release(); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+			if errors.Is(err, natsjs.ErrKeyExists) {
+				return nil, fmt.Errorf("%w: stream %q: group %q is read by an open consumer of another process (bucket %q, key %q)",
+					isb.ErrGroupInUse, b.names.stream(p), group, b.names.claims(), key)
+			}
+			return nil, streamErr(b.names.stream(p), "claim", err)
+		}
+		c.keys, c.stream, c.revs = append(c.keys, key), append(c.stream, b.names.stream(p)), append(c.revs, rev)
+	}
+	b.claimMu.Lock()
+	if b.held == nil {
+		b.held = make(map[*claim]struct{})
+	}
+	b.held[c] = struct{}{}
+	b.claimMu.Unlock()
+	var once sync.Once
+	var err error
+	return func() error {
+		once.Do(func() {
+			b.claimMu.Lock()
+			_, mine := b.held[c]
+			delete(b.held, c)
+			b.claimMu.Unlock()
+			if mine { // not released by Close already
+				err = c.release()
+			}
+		})
+		return err
+	}, nil
+}
+
+// release deletes the claimed keys, each only if it is still this claim's.
+func (c *claim) release() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for i, key := range c.keys {
+		ctx, cancel := context.WithTimeout(context.Background(), c.b.timeout)
+		err := c.b.kv.Delete(ctx, key, natsjs.LastRevision(c.revs[i]))
+		cancel()
+		if err != nil && !errors.Is(err, natsjs.ErrKeyExists) { // ErrKeyExists: taken over after it expired
+			errs = append(errs, streamErr(c.stream[i], "release claim", err))
+		}
+	}
+	c.keys = nil
+	return errors.Join(errs...)
+}
+
+// renew extends every claimed key's lease.
+func (c *claim) renew(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, key := range c.keys {
+		rctx, cancel := context.WithTimeout(ctx, c.b.timeout)
+		rev, err := c.b.kv.Update(rctx, key, []byte(c.b.id), c.revs[i])
+		cancel()
+		if err != nil {
+			// A claim lost to expiry (another process took it) cannot be
+			// taken back here; a failed renewal is tried again next time.
+			c.b.log.Warn("jetstream: claim not renewed", zap.String("stream", c.stream[i]),
+				zap.String("group", c.group), zap.Error(err))
+			continue
+		}
+		c.revs[i] = rev
+	}
+}
+
+// renewLoop renews the claims held, every third of ClaimTTL.
+func (b *Backend[T]) renewLoop() {
+	t := time.NewTicker(b.cfg.claimTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-t.C:
+		}
+		b.claimMu.Lock()
+		held := make([]*claim, 0, len(b.held))
+		for c := range b.held {
+			held = append(held, c)
+		}
+		b.claimMu.Unlock()
+		for _, c := range held {
+			c.renew(b.ctx)
+		}
+	}
+}

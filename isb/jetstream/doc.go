@@ -1,0 +1,225 @@
+// Package jetstream is the storage of the ISB on NATS JetStream: a topic
+// that several processes, on several machines, open at once. Each process
+// opens a Backend on its own connection; they share the streams, the
+// groups' commits and the claims of group members.
+//
+//	nc, _ := nats.Connect(url, nats.MaxReconnects(-1))
+//	topic, err := jetstream.NewTopic[Order](nc, "orders", jetstream.Topic(isb.Partitions(4)))
+//	...
+//	member, err := topic.JoinGroup("billing", i, n) // member i of n, in this process
+//
+// It is built on github.com/nats-io/nats.go (the jetstream package for
+// streams and buckets, core requests for reads and publishes) and needs
+// nats-server 2.11 or later (batched direct gets).
+//
+// # In the server
+//
+//	stream {prefix}{topic}-{p}            one per partition; its only subject is its name;
+//	                                      Limits retention, DiscardNew, AllowDirect;
+//	                                      metadata runnel.format, .partitions, .codec, .type
+//	bucket {Bucket}                       key {prefix}{topic}.{p}.{group} = the group's commit (decimal)
+//	bucket {Bucket}-claims (TTL ClaimTTL) key {prefix}{topic}.{p}.{group} = the id of the claiming backend
+//	subject runnel.isb.{prefix}{topic}.{p} core NATS: the last sequence after each append
+//
+// Names are escaped (see names.go): letters, digits and '-' stay, any
+// other byte becomes "_XX". A message is the codec's encoding of one item
+// (isb/codec, JSON unless WithCodec says otherwise, as in isb/mmap; a
+// pipeline stores its envelope codec there), with a Nats-Msg-Id header
+// {backend id}.{p}.{n}. The offset of a message is its stream sequence
+// minus 1. A stream that exists with settings other than these (another
+// partition count, codec, element type, limits, DiscardOld, a stream not
+// made by this package) is refused with a *MismatchError.
+//
+// # Delivery positions: the client owns them
+//
+// JetStream offers two ways to read a stream. Server-owned delivery: a
+// durable consumer per group and partition delivers messages and
+// redelivers what is not acknowledged within its AckWait; the reader must
+// then accept offsets it has seen before, keep every delivered message in
+// progress (Numaflow sends +WPI per message every AckWait/3), and the
+// consumer's position is the server's, not the commit the forwarder
+// computes. Client-owned positions: the reader asks for messages by
+// sequence, the group's commit is kept in the server, and nothing is ever
+// redelivered behind the reader's back; the forwarder's assumption of
+// strictly increasing, contiguous offsets per partition holds (offsets are
+// contiguous while no message is deleted inside the stream, which only an
+// operator does: see ErrGap).
+//
+// Measured on the embedded server (2 cores, file storage, 64-byte
+// messages, batches of 500; docs/benchmarks.md has the runs):
+//
+//	read path                                        msg/s
+//	direct get, batch 500, no headers (chosen)       677-700K
+//	direct get, batch 500, with headers              324-337K
+//	ordered consumer (start sequence), Fetch 500     267-287K
+//	durable consumer, AckAll, Messages 500           366-374K  (server-owned)
+//	durable consumer, AckAll, Fetch 500              239-312K  (server-owned)
+//
+//	commit (one synchronous call)                    per op
+//	KV update of the group's key (chosen)            52 us
+//	durable consumer reset to the commit             666 us
+//	synchronous AckAll ack                           44 us (needs the message delivered)
+//
+// Client-owned positions with batched direct gets read twice as fast as
+// the best server-owned path, keep the forwarder's offsets, need no
+// in-progress upkeep (the isb.AckDeadlines interface has nothing to do
+// here) and leave no per-reader state in the server: a read is one
+// stateless request, so readers at any positions, in any process, share
+// one subscription. Commits go to a KV bucket: a durable consumer would
+// have to be reset (13x slower) or fed every message to acknowledge one.
+//
+// # Appends
+//
+// An append publishes its items asynchronously (core publishes with reply
+// subjects on one wildcard subscription, at most MaxOutstanding of the
+// backend waiting for an acknowledgement) and waits for every
+// acknowledgement; the log is an isb.ConcurrentLog, so appends of several
+// goroutines overlap. A publish not acknowledged within AckTimeout, or cut
+// by a reconnect, is sent again with the same message id until
+// RetryTimeout: the server stores one message per id within Duplicates,
+// and answers a repeat with the first one's sequence, so a retry after a
+// lost acknowledgement is not a duplicate. Within an append the items keep
+// their order unless a retry stores an item after a later one that went
+// through at the first try. The offsets of one append are not contiguous
+// when others append to the stream at the same time; the offset of its
+// last item is exact, and the topic uses nothing else (see "Contract").
+// After an append its process announces the new last sequence on the
+// partition's core subject.
+//
+// # Reads and waiting
+//
+// A read is one batched direct get without headers (direct.go): the end
+// of the batch carries the last sequence sent, so k messages from s are
+// contiguous exactly when it is s+k-1; otherwise the read is made again
+// with headers to find the missing message. A message that does not
+// decode is a *DecodeError matching isb.ErrCorrupt, a missing one a
+// *StreamError of kind ErrGap (also isb.ErrCorrupt): the consumer steps
+// past either with Skip, so no partition is ever stuck on one message.
+//
+// The backend keeps what it knows of every stream (head, tail, each
+// group's commit) in memory, only ever moving it forward: own appends and
+// reads, other processes' announcements (core NATS: one small message per
+// append call), a watch of the commit bucket, and a refresh of each
+// stream's state every Refresh (for writers that announce nothing). A
+// change wakes the topic's blocked Pulls and the producers waiting for
+// room (isb.Watched), so a Pull wakes on data from any process without a
+// request per Pull. A JetStream pull request would also wait in the
+// server, but only on a consumer, which would have to be reset to skip
+// ahead after every wake (666 us each, above).
+//
+// # Commits, groups and retention
+//
+// A commit is a compare-and-set of the group's key (Create the first
+// time, Update against the last revision known), so a stale commit of
+// another process never moves it back: on a conflict the higher value is
+// kept. Groups are the keys the bucket holds, so a group created in any
+// process is known everywhere; DeleteGroup purges its keys.
+//
+// Retention is the storage's: the refresher deletes (purges) the messages
+// below both the topic's Release and the lowest commit the bucket holds
+// for the partition, which includes groups this process never saw, so a
+// group of another process keeps its data. With no group nothing is
+// deleted: it is kept for a group created later. Retention runs on every
+// refresh and whenever Release moved an eighth of MaxMsgs.
+//
+// # Full
+//
+// Nothing a group has not committed is ever discarded: the stream refuses
+// messages past MaxMsgs or MaxBytes (DiscardNew), never evicts (Numaflow's
+// DiscardOld with a buffer limit equal to MaxMsgs lost data: its issues
+// 1551, 1554). Producers see the partition full earlier, at UsageLimit of
+// MaxMsgs uncommitted by the slowest group (or retained, without a group),
+// computed from what the backend knows, so a produce costs no round trip
+// for it; an append past it is an error matching isb.ErrFull with nothing
+// published, which the topic maps to FullWait (wait for a change, retry)
+// or FullFail. Open reads every stream's state and every commit before it
+// returns, so a writer never writes into a full buffer because it has not
+// looked yet (Numaflow 3422). A writer that knew too little is refused by
+// the stream itself: ErrFull too, with nothing of the batch stored. Leave
+// isb.Capacity unset on such a topic: it counts this process only.
+//
+// MaxAge, when set, is the one limit that deletes unconsumed data.
+//
+// # Membership
+//
+// A consumer's partitions are claimed in the claim bucket (Create: only if
+// absent), renewed every ClaimTTL/3 and deleted when it closes; the
+// bucket's TTL frees the claims of a process that died. A partition an
+// open consumer of another process reads is isb.ErrGroupInUse.
+//
+// # Failures
+//
+// Through a lost connection or a restarting server, appends, reads and
+// commits pause and retry until RetryTimeout, then fail with
+// ErrUnreachable. Reads and publishes in flight fail at the reconnect and
+// are sent again once the connection is back; a commit in flight waits
+// for its RequestTimeout first. Delivery is at least once: an append that failed
+// may have stored some of its items; a read is never lost, and a commit
+// lost with the server only makes its items read again. Errors that do
+// not heal are *StreamError values naming the stream: ErrUnreachable at
+// Open (the first request unanswered within RequestTimeout),
+// ErrStreamDeleted (the stream was deleted: reads, including a Pull
+// blocked on it, and appends fail), ErrDenied, and *MismatchError.
+//
+// # Defaults
+//
+//   - Replicas 1: runs on any server, including the embedded one of a
+//     test and a single-node deployment. A cluster runs 3 (as Numaflow
+//     does); the replication factor is a property of the deployment, not
+//     something a library can guess.
+//   - File storage: the ISB holds data that acknowledged upstream, so it
+//     must survive a server restart.
+//   - MaxMsgs 100,000 per partition, MaxBytes unbounded, UsageLimit 0.8:
+//     Numaflow's buffer is 30,000 messages at 80%; 100,000 is about 0.6 s
+//     of appends at the rate measured here, room for a consumer's pause
+//     without stopping producers at once. The 20%
+//     between the usage limit and the stream's limit absorbs writers of
+//     several processes that each know the usage as of their last look.
+//   - Duplicates 2 minutes (nats-server's default), at least RetryTimeout
+//     (1 minute) so that every retry falls inside the window.
+//   - AckTimeout 5s, RequestTimeout 5s, Refresh 1s (Numaflow checks usage
+//     every second), ClaimTTL 10s, MaxOutstanding 4096 (nats.go's default
+//     for async publishes).
+//
+// # Contract
+//
+// This package implements the isb contract as it stands (isb.Backend,
+// isb.Log, isb.ConcurrentLog, isb.Watched, isb.Membership). Where that
+// contract was shaped on in-process storage, JetStream decided otherwise;
+// docs/isb-contract.md gives the reshaped contract for phase 2. In short:
+//
+//   - Append returns the first offset of contiguous ones. JetStream assigns
+//     sequences in the acknowledgements, and other publishers interleave:
+//     only each item's own offset is exact. Append returns the last
+//     offset minus len-1, which makes ProduceTo and ProduceBatchLast
+//     exact. Phase 2: an append returns a completion with the offsets.
+//   - StagedLog.Stage must return offsets before the flush: not
+//     implementable. A producer of one goroutine therefore waits for every
+//     batch's acknowledgements before it sends the next: 133-135K msg/s,
+//     against 163-164K with four goroutines (the same stream). Phase 2:
+//     one asynchronous append for every storage.
+//   - An append that fails has stored nothing, says the Log contract; a
+//     remote append can store part of a batch. It retries the rest with
+//     the same ids (so a failure needs RetryTimeout of outage), then fails
+//     with some items stored. Phase 2: the completion says what was stored
+//     and can be retried under the same ids; atomic batches (all or
+//     nothing, contiguous) measured 82-97K msg/s, 0.6x this append.
+//   - Release, Used, Pending and the capacity gate are the topic's, from
+//     the groups this process knows. Retention here never goes below a
+//     commit in the bucket; Used and Pending count what this process knows.
+//     Phase 2: storage that owns groups, retention and limits declares it
+//     and gets no Release, no gate, and answers usage itself.
+//   - Read, Commit, Committed and Groups take no context and (Committed,
+//     Groups) return no error: they retry until RetryTimeout or the topic
+//     closes, Committed reports a group it cannot read as new (its next
+//     commit keeps the bucket's higher value), Groups answers from the
+//     commit watch. A Pull holds its consumer's lock across the Read,
+//     Commit and CommitTo across the KV update: a server outage stalls
+//     commits and Close for up to RetryTimeout. Phase 2: context and
+//     errors on every remote call, none under a consumer's lock.
+//   - A blocked Pull learns nothing but wake-ups: a stream deleted under
+//     it is reported by moving the tail one past what was stored, so the
+//     Pull reads and gets ErrStreamDeleted. Phase 2: a storage wait that
+//     returns errors.
+//   - isb.AckDeadlines: not implemented, nothing is redelivered.
+package jetstream

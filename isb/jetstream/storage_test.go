@@ -1,0 +1,75 @@
+package jetstream_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/runnel-dev/runnel/internal/natstest"
+	"github.com/runnel-dev/runnel/isb"
+	"github.com/runnel-dev/runnel/isb/isbtest"
+	"github.com/runnel-dev/runnel/isb/jetstream"
+)
+
+// prefixes makes every Storage of a test binary a fresh namespace on the
+// server it shares with the others.
+var prefixes atomic.Int64
+
+// testOptions are what the tests run with: a fast refresh, so that what
+// nothing announces is seen within milliseconds, and short timeouts.
+func testOptions(prefix string) []jetstream.Option {
+	return []jetstream.Option{
+		jetstream.Prefix(prefix), jetstream.Refresh(20 * time.Millisecond),
+		jetstream.RequestTimeout(5 * time.Second), jetstream.ClaimTTL(3 * time.Second),
+	}
+}
+
+// storageOn returns a StorageFactory of fresh namespaces on nc; every
+// Backend of one Storage opens the same streams, as a restarted process
+// does.
+func storageOn(nc *nats.Conn, opts ...jetstream.Option) isbtest.StorageFactory {
+	return func(testing.TB) isbtest.Storage {
+		prefix := fmt.Sprintf("t%d-", prefixes.Add(1))
+		all := append(testOptions(prefix), opts...)
+		return isbtest.Storage{
+			New:     func() (isb.Backend[isbtest.Item], error) { return jetstream.New[isbtest.Item](nc, all...) },
+			Durable: true,
+		}
+	}
+}
+
+// The Log-level contract, the topic behaviour suite and the restart
+// checks, on one embedded server.
+func TestSuite(t *testing.T) {
+	srv := natstest.Start(t)
+	isbtest.RunStorage(t, storageOn(srv.Connect()))
+}
+
+// The shared-storage suite: every "process" is a topic on a connection
+// of its own to one server. The SharedStore double's ack-deadline check
+// (isbtest's TestSharedAckDeadlineUpkeep) has no counterpart: positions
+// are the client's and nothing is redelivered, so the logs are not
+// isb.AckDeadlines (see the package doc).
+func TestSharedSuite(t *testing.T) {
+	srv := natstest.Start(t)
+	isbtest.RunShared(t, func(_ testing.TB, limit int64) isbtest.SharedStorage {
+		prefix := fmt.Sprintf("s%d-", prefixes.Add(1))
+		opts := testOptions(prefix)
+		if limit > 0 {
+			// The usage limit is the suite's: uncommitted items. The
+			// stream's own limit sits above it (it counts what retention
+			// has not deleted yet).
+			opts = append(opts, jetstream.MaxMsgs(4*limit), jetstream.UsageLimit(0.25))
+		}
+		return isbtest.SharedStorage{Open: func(t testing.TB, topicOpts ...isb.TopicOption) (*isb.Topic[isbtest.Item], error) {
+			tp, err := jetstream.NewTopic[isbtest.Item](srv.Connect(), "orders", append(opts, jetstream.Topic(topicOpts...))...)
+			if err == nil {
+				t.Cleanup(func() { tp.Close() })
+			}
+			return tp, err
+		}}
+	})
+}
