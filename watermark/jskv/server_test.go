@@ -1,82 +1,41 @@
 package jskv_test
 
 import (
-	"net"
 	"testing"
-	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/runnel-dev/runnel/internal/natstest"
 	"github.com/runnel-dev/runnel/watermark/jskv"
 )
 
-// testServer is a NATS server with JetStream running inside the test
-// process, listening on 127.0.0.1 only, storing under the test's temporary
-// directory. It is shut down when the test ends.
+// testServer is the embedded NATS server with JetStream of
+// internal/natstest (127.0.0.1 only, a random port, the test's temporary
+// directory as its store), shut down when the test ends.
 type testServer struct {
-	t    testing.TB
-	dir  string
-	port int // 0 until the first start picks one
-	srv  *server.Server
+	*natstest.Server
+	t testing.TB
 }
 
 func startServer(t testing.TB) *testServer {
 	t.Helper()
-	s := &testServer{t: t, dir: t.TempDir()}
-	s.start()
-	t.Cleanup(s.stop)
-	return s
+	return &testServer{Server: natstest.Start(t), t: t}
 }
 
-// start starts the server on s.port (a random free port the first time).
-func (s *testServer) start() {
-	s.t.Helper()
-	port := s.port
-	if port == 0 {
-		port = server.RANDOM_PORT
-	}
-	srv, err := server.NewServer(&server.Options{
-		Host:      "127.0.0.1",
-		Port:      port,
-		JetStream: true,
-		StoreDir:  s.dir,
-		NoLog:     true,
-		NoSigs:    true,
-	})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) {
-		srv.Shutdown()
-		s.t.Fatal("the embedded NATS server did not start")
-	}
-	s.srv = srv
-	s.port = srv.Addr().(*net.TCPAddr).Port
-}
-
-// stop shuts the server down and waits until it has; stopping a stopped
-// server does nothing.
-func (s *testServer) stop() {
-	if s.srv == nil {
-		return
-	}
-	s.srv.Shutdown()
-	s.srv.WaitForShutdown()
-	s.srv = nil
-}
+// stop shuts the server down; stopping a stopped server does nothing.
+func (s *testServer) stop() { s.Stop() }
 
 // restart stops the server and starts it again on the same port and store
 // directory, so clients reconnect to it and file-stored buckets survive.
 func (s *testServer) restart() {
 	s.t.Helper()
-	s.stop()
-	s.start()
+	if err := s.Restart(); err != nil {
+		s.t.Fatal(err)
+	}
 }
 
-func (s *testServer) url() string { return s.srv.ClientURL() }
+func (s *testServer) url() string { return s.URL() }
 
 // connect opens a connection to the server, closed when the test ends.
 // Asynchronous errors are dropped unless opts set an ErrorHandler (the
