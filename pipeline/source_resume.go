@@ -98,6 +98,11 @@ func (a *sourceAnchors) hold(m map[string][]int64) error {
 	return errors.Join(errs...)
 }
 
+// sourceHolder is the holder of a source vertex's holds on its output
+// buffers (isb.Topic.Retain): one per vertex, as its replicas share one
+// position.
+func sourceHolder(vertex string) string { return "source/" + vertex }
+
 // scanOutputs reads what the source wrote after its saved state in each
 // output buffer only it writes to, holds those records, and returns them
 // for the replicas with the anchors the state file saves from now on.
@@ -132,7 +137,7 @@ func scanOutputs[T any](log *zap.Logger, n *node, saved savedState, exists bool)
 			return nil, nil, fmt.Errorf("read back buffer %s: %w", e.to.name, err)
 		}
 		for p, off := range start {
-			if err := b.topic.Retain(p, off); err != nil {
+			if err := b.topic.Retain(sourceHolder(n.name), p, off); err != nil {
 				return nil, nil, fmt.Errorf("retain buffer %s partition %d from offset %d: %w", e.to.name, p, off, err)
 			}
 		}
@@ -140,7 +145,8 @@ func scanOutputs[T any](log *zap.Logger, n *node, saved savedState, exists bool)
 		res.Order = append(res.Order, e.to.name)
 		res.Start = append(res.Start, start...)
 		a.order, a.parts = append(a.order, e.to.name), append(a.parts, parts)
-		a.retain = append(a.retain, b.topic.Retain)
+		topic, holder := b.topic, sourceHolder(n.name)
+		a.retain = append(a.retain, func(p int, off int64) error { return topic.Retain(holder, p, off) })
 		bufs = append(bufs, b)
 	}
 	res.Tails = func(dst []int64) {
