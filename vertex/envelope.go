@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/origin"
 	"github.com/runnel-dev/runnel/isb/codec"
 )
 
@@ -23,7 +25,7 @@ import (
 //	+---------+-------+-------------+------------------------------------+-----------+--------------+
 //
 //	flags: bit 0 set: the event time is present (a zero EventTime is not
-//	stored); bits 1-7 must be zero.
+//	stored); bit 1 set: the origin is present; bits 2-7 must be zero.
 //
 //	meta:
 //	  [event time: seconds since 1970 (zigzag varint), nanoseconds (uvarint, < 1e9)]  if flags bit 0
@@ -31,6 +33,17 @@ import (
 //	  key count, keys (strings)
 //	  tag count, tags (strings)
 //	  header count, then per header: name (string), value (string), in name order
+//	  [origin: writer (string), partition, offset, output index (uvarints)]  if flags bit 1
+//
+// The origin (internal/origin) is the runtime's, not the user's: the
+// writing map vertex and the partition, offset and output index of the
+// input the message was made of, which a restarted map looks for to write
+// only what it had not written. It was added to version 1 as a flag, so
+// that buffers written before it still open and read (their codec name is
+// the same); a build that predates it refuses a record that carries one
+// (unknown flag). Decode reads it only into an origin the message already
+// points to (the restart scan's); everywhere else it is skipped, so a
+// message read never carries one.
 //
 // The value is the user's value encoded by the topic's value codec, and
 // ends the envelope exactly: trailing bytes are an error. The envelope
@@ -48,7 +61,8 @@ const (
 	EnvelopeVersion = 1
 
 	flagEventTime = 1 << 0
-	knownFlags    = flagEventTime
+	flagOrigin    = 1 << 1
+	knownFlags    = flagEventTime | flagOrigin
 )
 
 // ErrEnvelope is matched by every *EnvelopeError.
@@ -101,6 +115,9 @@ func (c envelopeCodec[T]) Append(dst []byte, m Message[T]) ([]byte, error) {
 	if !m.EventTime.IsZero() {
 		flags |= flagEventTime
 	}
+	if m.origin != nil {
+		flags |= flagOrigin
+	}
 	metaLen := c.metaLen(&m, flags)
 	dst = append(dst, EnvelopeVersion, flags)
 	dst = binary.AppendUvarint(dst, uint64(metaLen))
@@ -117,6 +134,12 @@ func (c envelopeCodec[T]) Append(dst []byte, m Message[T]) ([]byte, error) {
 			dst = appendString(dst, k)
 			dst = appendString(dst, m.Headers[k])
 		}
+	}
+	if o := m.origin; o != nil {
+		dst = appendString(dst, o.Writer)
+		dst = binary.AppendUvarint(dst, uint64(o.Partition))
+		dst = binary.AppendUvarint(dst, uint64(o.Offset))
+		dst = binary.AppendUvarint(dst, uint64(o.Index))
 	}
 	// The value's length precedes it, but is known only once it is
 	// encoded: reserve the longest uvarint a value can need here and
@@ -145,16 +168,28 @@ func (c envelopeCodec[T]) metaLen(m *Message[T], flags byte) int {
 	for k, v := range m.Headers {
 		n += stringLen(k) + stringLen(v)
 	}
+	if o := m.origin; o != nil {
+		n += stringLen(o.Writer) + uvarintLen(uint64(o.Partition)) + uvarintLen(uint64(o.Offset)) + uvarintLen(uint64(o.Index))
+	}
 	return n
 }
 
 // Decode replaces *m with the message encoded in src, every field
 // (Watermark and Late become zero: the reader sets them). On error *m is
-// the zero message.
+// the zero message. The origin is the exception: when m points to one
+// already, it is replaced by the record's (the zero Origin when the record
+// has none) and m keeps pointing to it; otherwise m gets none.
 func (c envelopeCodec[T]) Decode(src []byte, m *Message[T]) error {
-	*m = Message[T]{}
+	o := m.origin
+	*m = Message[T]{origin: o}
+	if o != nil {
+		*o = origin.Origin{}
+	}
 	if err := c.decode(src, m); err != nil {
-		*m = Message[T]{}
+		*m = Message[T]{origin: o}
+		if o != nil {
+			*o = origin.Origin{}
+		}
 		return err
 	}
 	return nil
@@ -231,8 +266,24 @@ func decodeMeta[T any](meta []byte, base int, flags byte, m *Message[T]) error {
 			m.Headers[k] = v
 		}
 	}
+	if flags&flagOrigin != 0 {
+		w := r.string("origin writer", "origin writer length")
+		p := r.uvarint("origin partition")
+		off := r.uvarint("origin offset")
+		idx := r.uvarint("origin index")
+		if r.err == nil && (p > math.MaxInt32 || off > math.MaxInt64 || idx > math.MaxInt32) {
+			r.fail(fmt.Sprintf("origin partition %d, offset %d or index %d out of range", p, off, idx))
+		}
+		if r.err == nil && m.origin != nil {
+			*m.origin = origin.Origin{Writer: w, Partition: int(p), Offset: int64(off), Index: int(idx)}
+		}
+	}
 	if r.err == nil && r.pos != len(meta) {
-		r.fail(fmt.Sprintf("%d bytes after the headers inside the meta section", len(meta)-r.pos))
+		what := "the headers"
+		if flags&flagOrigin != 0 {
+			what = "the origin"
+		}
+		r.fail(fmt.Sprintf("%d bytes after %s inside the meta section", len(meta)-r.pos, what))
 	}
 	return r.err
 }
