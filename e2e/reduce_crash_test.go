@@ -215,8 +215,11 @@ func countExact(plan *crashPlan) vertex.Aggregator[int64, map[int64]int64, crash
 // (exit 0), SIGTERM (a clean stop, exit 0) or SIGKILL. With
 // RUNNEL_E2E_SOURCE=generator it runs the generator variant instead.
 func reduceCrashChild() int {
-	if os.Getenv(reduceCrashSourceEnv) == "generator" {
+	switch os.Getenv(reduceCrashSourceEnv) {
+	case "generator":
 		return reduceCrashGenChild()
+	case "generator-map":
+		return reduceCrashGenMapChild()
 	}
 	dir := os.Getenv("RUNNEL_E2E_DIR")
 	perRound, _ := strconv.ParseInt(os.Getenv("RUNNEL_E2E_PER_ROUND"), 10, 64)

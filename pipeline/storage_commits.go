@@ -242,6 +242,10 @@ func (l *groupCommitLog[T]) Committed(group string) (int64, bool) {
 	return l.Log.Committed(group)
 }
 
+// persisted returns the group's latest persisted commit: what a restart
+// resumes from.
+func (l *groupCommitLog[T]) persisted(group string) (int64, bool) { return l.Log.Committed(group) }
+
 // Release records offset for the next pass.
 func (l *groupCommitLog[T]) Release(offset int64) error {
 	l.mu.Lock()
