@@ -33,7 +33,9 @@ import (
 //	  key count, keys (strings)
 //	  tag count, tags (strings)
 //	  header count, then per header: name (string), value (string), in name order
-//	  [origin: writer (string), partition, offset, output index (uvarints)]  if flags bit 1
+//
+//	origin, between flags and meta length, if flags bit 1:
+//	  writer (string), partition, offset, output index (uvarints)
 //
 // The origin (internal/origin) is the runtime's, not the user's: the
 // writing map vertex and the partition, offset and output index of the
@@ -43,7 +45,8 @@ import (
 // the same); a build that predates it refuses a record that carries one
 // (unknown flag). Decode reads it only into an origin the message already
 // points to (the restart scan's); everywhere else it is skipped, so a
-// message read never carries one.
+// message read never carries one. It lies outside the meta section so that
+// a skipped origin costs no bytes of the meta's string.
 //
 // The value is the user's value encoded by the topic's value codec, and
 // ends the envelope exactly: trailing bytes are an error. The envelope
@@ -120,6 +123,12 @@ func (c envelopeCodec[T]) Append(dst []byte, m Message[T]) ([]byte, error) {
 	}
 	metaLen := c.metaLen(&m, flags)
 	dst = append(dst, EnvelopeVersion, flags)
+	if o := m.origin; o != nil {
+		dst = appendString(dst, o.Writer)
+		dst = binary.AppendUvarint(dst, uint64(o.Partition))
+		dst = binary.AppendUvarint(dst, uint64(o.Offset))
+		dst = binary.AppendUvarint(dst, uint64(o.Index))
+	}
 	dst = binary.AppendUvarint(dst, uint64(metaLen))
 	if flags&flagEventTime != 0 {
 		dst = binary.AppendVarint(dst, m.EventTime.Unix())
@@ -134,12 +143,6 @@ func (c envelopeCodec[T]) Append(dst []byte, m Message[T]) ([]byte, error) {
 			dst = appendString(dst, k)
 			dst = appendString(dst, m.Headers[k])
 		}
-	}
-	if o := m.origin; o != nil {
-		dst = appendString(dst, o.Writer)
-		dst = binary.AppendUvarint(dst, uint64(o.Partition))
-		dst = binary.AppendUvarint(dst, uint64(o.Offset))
-		dst = binary.AppendUvarint(dst, uint64(o.Index))
 	}
 	// The value's length precedes it, but is known only once it is
 	// encoded: reserve the longest uvarint a value can need here and
@@ -167,9 +170,6 @@ func (c envelopeCodec[T]) metaLen(m *Message[T], flags byte) int {
 	n += uvarintLen(uint64(len(m.Headers)))
 	for k, v := range m.Headers {
 		n += stringLen(k) + stringLen(v)
-	}
-	if o := m.origin; o != nil {
-		n += stringLen(o.Writer) + uvarintLen(uint64(o.Partition)) + uvarintLen(uint64(o.Offset)) + uvarintLen(uint64(o.Index))
 	}
 	return n
 }
@@ -206,7 +206,14 @@ func (c envelopeCodec[T]) decode(src []byte, m *Message[T]) error {
 	if flags&^knownFlags != 0 {
 		return &EnvelopeError{Offset: 1, Reason: fmt.Sprintf("unknown flags %#02x", flags&^knownFlags)}
 	}
-	metaLen, pos, err := readUvarint(src, 2, "meta length")
+	pos := 2
+	if flags&flagOrigin != 0 {
+		var err error
+		if pos, err = decodeOrigin(src, pos, m.origin); err != nil {
+			return err
+		}
+	}
+	metaLen, pos, err := readUvarint(src, pos, "meta length")
 	if err != nil {
 		return err
 	}
@@ -228,6 +235,37 @@ func (c envelopeCodec[T]) decode(src []byte, m *Message[T]) error {
 		return &EnvelopeError{Offset: pos, Reason: "value (codec " + c.value.Name() + ")", Err: err}
 	}
 	return nil
+}
+
+// decodeOrigin reads the origin at pos of src into *o (nil: it is
+// skipped, and nothing is allocated) and returns where it ends.
+func decodeOrigin(src []byte, pos int, o *origin.Origin) (int, error) {
+	r := metaReader{b: src, pos: pos}
+	at := r.pos
+	n := r.uvarint("origin writer length")
+	if r.err == nil && n > uint64(len(src)-r.pos) {
+		r.pos = at
+		r.fail(fmt.Sprintf("truncated: origin writer of %d bytes, %d left", n, len(src)-r.pos))
+	}
+	var w []byte
+	if r.err == nil {
+		w = src[r.pos : r.pos+int(n)]
+		r.pos += int(n)
+	}
+	p := r.uvarint("origin partition")
+	off := r.uvarint("origin offset")
+	idx := r.uvarint("origin index")
+	if r.err == nil && (p > math.MaxInt32 || off > math.MaxInt64 || idx > math.MaxInt32) {
+		r.pos = at
+		r.fail(fmt.Sprintf("origin partition %d, offset %d or index %d out of range", p, off, idx))
+	}
+	if r.err != nil {
+		return r.pos, r.err
+	}
+	if o != nil {
+		*o = origin.Origin{Writer: string(w), Partition: int(p), Offset: int64(off), Index: int(idx)}
+	}
+	return r.pos, nil
 }
 
 // decodeMeta decodes the meta section meta, which starts at byte base of
@@ -266,24 +304,8 @@ func decodeMeta[T any](meta []byte, base int, flags byte, m *Message[T]) error {
 			m.Headers[k] = v
 		}
 	}
-	if flags&flagOrigin != 0 {
-		w := r.string("origin writer", "origin writer length")
-		p := r.uvarint("origin partition")
-		off := r.uvarint("origin offset")
-		idx := r.uvarint("origin index")
-		if r.err == nil && (p > math.MaxInt32 || off > math.MaxInt64 || idx > math.MaxInt32) {
-			r.fail(fmt.Sprintf("origin partition %d, offset %d or index %d out of range", p, off, idx))
-		}
-		if r.err == nil && m.origin != nil {
-			*m.origin = origin.Origin{Writer: w, Partition: int(p), Offset: int64(off), Index: int(idx)}
-		}
-	}
 	if r.err == nil && r.pos != len(meta) {
-		what := "the headers"
-		if flags&flagOrigin != 0 {
-			what = "the origin"
-		}
-		r.fail(fmt.Sprintf("%d bytes after %s inside the meta section", len(meta)-r.pos, what))
+		r.fail(fmt.Sprintf("%d bytes after the headers inside the meta section", len(meta)-r.pos))
 	}
 	return r.err
 }

@@ -61,9 +61,12 @@ func TestEnvelopeOrigin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b[2]-- // meta length one short: the origin's last uvarint is cut
-	var got vertex.Message[order]
-	if err := c.Decode(b, &got); !errors.Is(err, vertex.ErrEnvelope) {
-		t.Fatalf("decode of a cut origin: %v, want ErrEnvelope", err)
+	// Cut inside the origin (version, flags, then the origin's writer
+	// length and "split"): an envelope error, as any truncated field.
+	for _, n := range []int{2, 3, 5, 8, 9} {
+		var got vertex.Message[order]
+		if err := c.Decode(b[:n], &got); !errors.Is(err, vertex.ErrEnvelope) {
+			t.Fatalf("decode of the first %d bytes: %v, want ErrEnvelope", n, err)
+		}
 	}
 }
