@@ -162,7 +162,7 @@ func mapChunk[In, Out any](ctx context.Context, cfg Config, fn AppendFunc[In, Ou
 // panic of fn is such a failure (a *vertex.PanicError): one guard covers the
 // whole run of calls, so the common path pays no guard per message.
 func mapEach[In, Out any](ctx context.Context, fn AppendFunc[In, Out], chunk []inflight[In], from int, outs []vertex.Message[Out]) (at int, done []vertex.Message[Out], err error) {
-	defer vertex.Recover(&err) // at and done are as they were when the call panicked
+	defer recoverPanic(&err) // at and done are as they were when the call panicked
 	done = outs
 	for at = from; at < len(chunk); at++ {
 		res, err := fn(ctx, chunk[at].msg, done)
@@ -195,7 +195,7 @@ func RunMapStream[In, Out any](hard, stop context.Context, cfg Config, in Input[
 			for i := range chunk {
 				m := chunk[i].msg
 				call := func() (_ struct{}, err error) {
-					defer vertex.Recover(&err)
+					defer recoverPanic(&err)
 					return struct{}{}, fn(ctx, m, emit)
 				}
 				if _, err := call(); err != nil {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/runnel-dev/runnel/internal/replicactx"
 )
 
 func TestConditions(t *testing.T) {
@@ -265,7 +267,7 @@ func TestReplicaContext(t *testing.T) {
 	if _, ok := ReplicaFrom(context.Background()); ok {
 		t.Fatal("ReplicaFrom of a plain context reported a replica")
 	}
-	ctx := WithReplica(context.Background(), Replica{Vertex: "map", Index: 2})
+	ctx := replicactx.With(context.Background(), Replica{Vertex: "map", Index: 2})
 	if r, ok := ReplicaFrom(ctx); !ok || r != (Replica{Vertex: "map", Index: 2}) {
 		t.Fatalf("ReplicaFrom = %+v, %v, want map 2", r, ok)
 	}
