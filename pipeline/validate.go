@@ -62,7 +62,7 @@ func (p *Pipeline) validate() (config, error) {
 				continue
 			}
 			seen[part.from] = true
-			if err := vertex.ValidateCondition(part.when); err != nil {
+			if err := part.when.Validate(); err != nil {
 				vertexErr(n, fmt.Errorf("edge from %q: %w", part.from.name, err))
 			}
 			part.from.outs = append(part.from.outs, outEdge{to: n, when: part.when, full: part.full, late: part.late})

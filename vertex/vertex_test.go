@@ -37,17 +37,17 @@ func TestConditions(t *testing.T) {
 		}
 	}
 	for _, bad := range []*Condition{AnyTag(), AllTags("a", ""), Not(nil), And(), Or(AnyTag()), {}} {
-		if err := ValidateCondition(bad); !errors.Is(err, ErrInvalidCondition) {
-			t.Errorf("ValidateCondition(%s) = %v, want ErrInvalidCondition", bad, err)
+		if err := bad.Validate(); !errors.Is(err, ErrInvalidCondition) {
+			t.Errorf("%s.Validate() = %v, want ErrInvalidCondition", bad, err)
 		}
 	}
-	if err := ValidateCondition(Not(And(AnyTag("a"), AllTags("b")))); err != nil {
+	if err := Not(And(AnyTag("a"), AllTags("b"))).Validate(); err != nil {
 		t.Errorf("a valid condition: %v", err)
 	}
 	// A reserved tag never reaches an edge: a condition on it is a mistake.
-	err := ValidateCondition(Or(AnyTag("a"), AllTags("b", DropTag)))
+	err := Or(AnyTag("a"), AllTags("b", DropTag)).Validate()
 	if want := `vertex: condition or(any(a),all(b,runnel/drop)): tag "runnel/drop" is reserved (prefix runnel/)`; !errors.Is(err, ErrInvalidCondition) || err.Error() != want {
-		t.Errorf("ValidateCondition with a reserved tag = %v; want %q", err, want)
+		t.Errorf("Validate with a reserved tag = %v; want %q", err, want)
 	}
 }
 
