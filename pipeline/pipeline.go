@@ -54,10 +54,11 @@ func WithLogger(l *zap.Logger) Option { return func(c *config) { c.logger = l } 
 // what is in flight and returns ErrDrainTimeout.
 func DrainTimeout(d time.Duration) Option { return func(c *config) { c.drainTimeout = d } }
 
-// WithHooks gives each replica its watermark and work-in-progress hooks
-// instead of the built-in watermarks (see Watermarks). f is called once
-// per replica when Run starts.
-func WithHooks(f func(vertex string, replica int) forwarder.Hooks) Option {
+// withHooks gives each replica its watermark and work-in-progress hooks
+// instead of the built-in watermarks (see Watermarks): the seam tests use
+// to watch the forwarders' calls. f is called once per replica when Run
+// starts.
+func withHooks(f func(vertex string, replica int) forwarder.Hooks) Option {
 	return func(c *config) { c.hooks = f }
 }
 

@@ -72,7 +72,7 @@ func WatermarkStore(s watermark.Store) Option { return func(o *config) { o.wmSto
 
 // WithoutWatermarks turns watermarks off: messages carry no watermark,
 // sources mark nothing late, and nothing is published (the benchmark
-// baseline). WithHooks also turns the built-in watermarks off.
+// baseline).
 func WithoutWatermarks() Option { return func(o *config) { o.wmOff = true } }
 
 // resolve validates c once and fills in the defaults; bad fields are an
