@@ -98,7 +98,7 @@ func RunMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], e
 // batch in 4 instead made 4 writes of 125 where one of 500 does: the
 // durable pipeline ran at 372-444K msg/s instead of 650-674K (quiet
 // machine, BenchmarkDurable/mmap-immediate).
-func stagedChunks(o vertex.Config) int {
+func stagedChunks(o Options) int {
 	batches := max(1, o.MaxInFlight/o.BatchSize)
 	return max(1, (o.Concurrency+batches-1)/batches)
 }

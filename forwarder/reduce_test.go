@@ -64,7 +64,7 @@ func runReduceSized(t *testing.T, msgs []msg, w vertex.Windowing, withLate bool,
 		t.Fatal(err)
 	}
 	defer c.Close()
-	opts, err := vertex.NewConfig(vertex.BatchSize(batch), vertex.Concurrency(shards))
+	opts, err := NewOptions(vertex.BatchSize(batch), vertex.Concurrency(shards))
 	if err != nil {
 		t.Fatal(err)
 	}

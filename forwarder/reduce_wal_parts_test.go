@@ -58,7 +58,7 @@ func (c partsRun) run(t *testing.T, dirs map[int]string) (map[string]int64, Stat
 			}
 		}()
 	}
-	opts, err := vertex.NewConfig(vertex.BatchSize(7))
+	opts, err := NewOptions(vertex.BatchSize(7))
 	if err != nil {
 		t.Fatal(err)
 	}

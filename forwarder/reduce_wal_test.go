@@ -60,7 +60,7 @@ func runLoggedSized[S, Out any](t *testing.T, dir string, msgs []msg, w vertex.W
 			t.Error(err)
 		}
 	}()
-	opts, err := vertex.NewConfig(vertex.BatchSize(batch), vertex.Concurrency(3))
+	opts, err := NewOptions(vertex.BatchSize(batch), vertex.Concurrency(3))
 	if err != nil {
 		t.Fatal(err)
 	}

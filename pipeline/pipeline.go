@@ -130,11 +130,11 @@ type node struct {
 	name        string
 	kind        kind
 	opts        []vertex.Option
-	cfg         vertex.Config // set by validate
-	ins         []streamPart  // edges into the node
-	outs        []outEdge     // edges out of the node, set by validate
-	check       func() error  // the vertex's own validation (nil function, source options)
-	hasFallback bool          // a sink with a fallback sink
+	cfg         forwarder.Options // set by validate
+	ins         []streamPart      // edges into the node
+	outs        []outEdge         // edges out of the node, set by validate
+	check       func() error      // the vertex's own validation (nil function, source options)
+	hasFallback bool              // a sink with a fallback sink
 	// readParts is how many partitions a source reads (a
 	// vertex.PartitionedSource's ReadPartitions; 0 otherwise): its
 	// watermark is kept per partition.

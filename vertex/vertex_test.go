@@ -51,36 +51,6 @@ func TestConditions(t *testing.T) {
 	}
 }
 
-func TestNewConfigDefaultsAndErrors(t *testing.T) {
-	c, err := NewConfig(Replicas(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Partitions != 3 || c.BatchSize != DefaultBatchSize || c.MaxInFlight != 4*DefaultBatchSize ||
-		c.Concurrency != DefaultConcurrency || c.Retry != DefaultRetryPolicy || c.BufferCapacity != DefaultBufferCapacity {
-		t.Fatalf("defaults %+v", c)
-	}
-	bad := map[string][]Option{
-		"Replicas":          {Replicas(0)},
-		"Partitions":        {Replicas(2), Partitions(1)},
-		"BatchSize":         {BatchSize(0)},
-		"MaxInFlight":       {BatchSize(10), MaxInFlight(9)},
-		"Concurrency":       {Concurrency(-1)},
-		"BufferCapacity":    {BufferCapacity(-5)},
-		"BufferFull":        {BufferFull(FullMode(9))},
-		"Retry.MaxAttempts": {Retry(RetryPolicy{MaxAttempts: -1})},
-		"Retry.MaxBackoff":  {Retry(RetryPolicy{InitialBackoff: time.Second, MaxBackoff: time.Millisecond})},
-		"Retry.OnExhausted": {Retry(RetryPolicy{OnExhausted: Exhausted(7)})},
-	}
-	for option, opts := range bad {
-		_, err := NewConfig(opts...)
-		var oe *OptionError
-		if !errors.As(err, &oe) || oe.Option != option || !errors.Is(err, ErrInvalidOption) {
-			t.Errorf("%s: %v, want an *OptionError naming it", option, err)
-		}
-	}
-}
-
 func TestRetryBackoff(t *testing.T) {
 	p := RetryPolicy{InitialBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
 	want := []time.Duration{10, 20, 40, 50, 50}
