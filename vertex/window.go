@@ -13,13 +13,13 @@ type WindowKind uint8
 const (
 	// FixedWindows are tumbling windows of one length: each message belongs
 	// to exactly one.
-	FixedWindows = WindowKind(window.Fixed)
+	FixedWindows WindowKind = iota + 1
 	// SlidingWindows have a length and a slide: a new window starts every
 	// slide, so a message belongs to about length/slide windows.
-	SlidingWindows = WindowKind(window.Sliding)
+	SlidingWindows
 	// SessionWindows group a key's messages until a gap without messages;
 	// sessions of one key merge when a message bridges them.
-	SessionWindows = WindowKind(window.Session)
+	SessionWindows
 )
 
 // String returns "fixed", "sliding" or "session".

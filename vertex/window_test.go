@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/runnel-dev/runnel/internal/window"
 )
 
 // Fixed windows are aligned on the epoch plus the offset: an hourly window
@@ -86,5 +88,13 @@ func TestWindowingValidate(t *testing.T) {
 	}
 	if err := Counting[int]().Validate(SessionWindows); err != nil {
 		t.Errorf("Counting: %v", err)
+	}
+}
+
+// The runtime computes windows with internal/window, whose kinds must be
+// vertex's.
+func TestWindowKindsMatchTheRuntime(t *testing.T) {
+	if FixedWindows != WindowKind(window.Fixed) || SlidingWindows != WindowKind(window.Sliding) || SessionWindows != WindowKind(window.Session) {
+		t.Fatalf("kinds %d %d %d, internal/window %d %d %d", FixedWindows, SlidingWindows, SessionWindows, window.Fixed, window.Sliding, window.Session)
 	}
 }
