@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/runnel-dev/runnel/internal/replicactx"
+	"github.com/runnel-dev/runnel/isb"
 )
 
 func TestConditions(t *testing.T) {
@@ -100,7 +101,7 @@ func TestGenerator(t *testing.T) {
 		Generator[int](nil), Generator(func(int64) int { return 0 }, Rate(-1)),
 		Generator(func(int64) int { return 0 }, Count(-1)), Generator(func(int64) int { return 0 }, Keys(-2)),
 	} {
-		if err := bad.Validate(); !errors.Is(err, ErrInvalidOption) {
+		if err := bad.Validate(); !errors.Is(err, isb.ErrInvalidOption) {
 			t.Errorf("Validate: %v, want ErrInvalidOption", err)
 		}
 	}
@@ -129,7 +130,7 @@ func TestGeneratorRateRange(t *testing.T) {
 	for _, r := range []float64{1e-12, 1e-10} {
 		err := Generator(func(int64) int { return 0 }, Rate(r)).Validate()
 		var oe *OptionError
-		if !errors.Is(err, ErrInvalidOption) || !errors.As(err, &oe) || oe.Option != "Rate" || oe.Value != r {
+		if !errors.Is(err, isb.ErrInvalidOption) || !errors.As(err, &oe) || oe.Option != "Rate" || oe.Value != r {
 			t.Errorf("Validate with Rate(%g) = %v; want an *OptionError naming Rate and %g", r, err, r)
 		}
 	}
@@ -177,7 +178,7 @@ func TestSliceChannelAndSeqSources(t *testing.T) {
 	if _, err := half.Read(context.Background(), 1); !errors.Is(err, io.EOF) {
 		t.Fatalf("Read after Close: %v, want io.EOF", err)
 	}
-	if err := FromChannel[int](nil).Validate(); !errors.Is(err, ErrInvalidOption) {
+	if err := FromChannel[int](nil).Validate(); !errors.Is(err, isb.ErrInvalidOption) {
 		t.Fatalf("nil channel: %v", err)
 	}
 }
@@ -260,7 +261,7 @@ func TestNilSinkArgumentsFailValidation(t *testing.T) {
 			t.Fatalf("%T has no Validate", c.sink)
 		}
 		err := v.Validate()
-		if !errors.Is(err, ErrInvalidOption) || err.Error() != c.want {
+		if !errors.Is(err, isb.ErrInvalidOption) || err.Error() != c.want {
 			t.Errorf("Validate = %v; want %q", err, c.want)
 		}
 	}

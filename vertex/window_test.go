@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/runnel-dev/runnel/internal/window"
+	"github.com/runnel-dev/runnel/isb"
 )
 
 // Fixed windows are aligned on the epoch plus the offset: an hourly window
@@ -72,7 +73,7 @@ func TestWindowingValidate(t *testing.T) {
 	for _, tt := range tests {
 		err := tt.w.Validate()
 		var oe *OptionError
-		if !errors.As(err, &oe) || oe.Option != tt.option || !errors.Is(err, ErrInvalidOption) {
+		if !errors.As(err, &oe) || oe.Option != tt.option || !errors.Is(err, isb.ErrInvalidOption) {
 			t.Errorf("%+v: Validate() = %v, want an *OptionError for %s", tt.w, err, tt.option)
 		}
 	}
