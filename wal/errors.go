@@ -3,6 +3,8 @@ package wal
 import (
 	"errors"
 	"fmt"
+
+	"github.com/runnel-dev/runnel/internal/fsutil"
 )
 
 // Sentinel errors, matched with errors.Is. Damage is a *CorruptError
@@ -41,23 +43,21 @@ var errDamaged = errors.New("damaged entry")
 // missing entry that a clean Close recorded as acknowledged, a segment with
 // the wrong number of entries, a missing segment, a stray file the log would
 // act on. Nothing is repaired or dropped when Open returns it.
+//
+// The embedded Corruption holds File (the damaged segment file, or the
+// directory), Offset (byte position in File, -1 when not known) and Reason.
 type CorruptError struct {
-	File   string // the damaged segment file, or the directory
-	Index  uint64 // log index of the first damaged entry, 0 when not about an entry
-	Offset int64  // byte position in File, -1 when not known
-	Reason string
+	fsutil.Corruption
+	Index uint64 // log index of the first damaged entry, 0 when not about an entry
 }
 
 // Error names the file, the entry index and the byte position when known.
 func (e *CorruptError) Error() string {
-	s := "wal: corrupt " + e.File
+	at := ""
 	if e.Index != 0 {
-		s += fmt.Sprintf(" at entry %d", e.Index)
+		at = fmt.Sprintf("entry %d", e.Index)
 	}
-	if e.Offset >= 0 {
-		s += fmt.Sprintf(" (byte %d)", e.Offset)
-	}
-	return s + ": " + e.Reason
+	return fsutil.FormatCorruption("wal", e.Corruption, at)
 }
 
 // Is makes errors.Is(err, ErrCorrupt) true.
@@ -80,7 +80,7 @@ func (e *VersionError) Error() string {
 func (e *VersionError) Is(target error) bool { return target == ErrVersion }
 
 func corrupt(file string, index uint64, off int64, format string, args ...any) *CorruptError {
-	return &CorruptError{File: file, Index: index, Offset: off, Reason: fmt.Sprintf(format, args...)}
+	return &CorruptError{Corruption: fsutil.Corruptf(file, off, format, args...), Index: index}
 }
 
 // errSwitchUndecided reports a compaction whose generation switch could not

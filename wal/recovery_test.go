@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runnel-dev/runnel/internal/crc32c"
 	tidwall "github.com/tidwall/wal"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -207,7 +208,7 @@ func setVersion(t *testing.T, f frame, v byte) {
 	}
 	e := b[f.data:f.end]
 	e[4] = v
-	binary.LittleEndian.PutUint32(e, crc32.Checksum(e[4:], castagnoli))
+	binary.LittleEndian.PutUint32(e, crc32c.Checksum(e[4:]))
 	if err := os.WriteFile(f.file, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
