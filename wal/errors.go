@@ -10,6 +10,8 @@ import (
 // Sentinel errors, matched with errors.Is. Damage is a *CorruptError
 // (matching ErrCorrupt), an entry of another format version a
 // *VersionError (matching ErrVersion).
+
+// The errors of Open that are not about the log's content.
 var (
 	// ErrLocked is returned by Open when the directory is open in another
 	// WAL, in this process or another one.
@@ -17,12 +19,15 @@ var (
 	// ErrUnsupported is returned by Open on a system other than Linux and
 	// macOS: the WAL needs flock and read-only mappings as they work there.
 	ErrUnsupported = errors.New("wal: unsupported operating system")
+)
+
+// errNotHere is the error of Open off Linux and macOS.
+var errNotHere = fsutil.Unsupported(ErrUnsupported, "the WAL")
+
+// The errors of calls on an open WAL.
+var (
 	// ErrClosed is returned by calls on a closed WAL.
 	ErrClosed = errors.New("wal: closed")
-	// ErrCorrupt is matched by every *CorruptError.
-	ErrCorrupt = errors.New("wal: corrupt log")
-	// ErrVersion is matched by every *VersionError.
-	ErrVersion = errors.New("wal: unsupported entry format version")
 	// ErrInvalid is returned for an entry or window the log cannot store;
 	// the message names what and why. A bad option is an
 	// *isb.OptionError (errors.Is isb.ErrInvalidOption), as in every
@@ -37,6 +42,9 @@ var (
 // errDamaged is wrapped by the decoder's errors for bytes that are not a
 // valid entry; recovery turns it into a repair or a *CorruptError.
 var errDamaged = errors.New("damaged entry")
+
+// ErrCorrupt is matched by every *CorruptError.
+var ErrCorrupt = errors.New("wal: corrupt log")
 
 // CorruptError reports damage a crash cannot have caused: a bad entry
 // followed by entries of a later, acknowledged write batch, a bad or
@@ -62,6 +70,9 @@ func (e *CorruptError) Error() string {
 
 // Is makes errors.Is(err, ErrCorrupt) true.
 func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// ErrVersion is matched by every *VersionError.
+var ErrVersion = errors.New("wal: unsupported entry format version")
 
 // VersionError reports an intact entry (its crc matches) written in a
 // format version this package does not read: a newer runnel wrote the log.

@@ -10,20 +10,22 @@
 //     their names durable).
 //   - MkdirAllSynced(dir): dir exists and so, durably, does every
 //     directory it created on the way.
-//   - LockDir(dir): the caller holds an exclusive lock on dir until it
+//   - LockDir(pkg, dir, held, unsupported): the caller holds an exclusive lock on dir until it
 //     closes the returned file or its process ends, however it ends; no
 //     other open file description holds it, in this process or another.
 //   - Fdatasync(f): the bytes written to f before the call, and the
 //     metadata needed to read them back (its size), are on the disk, not
 //     in a cache of the operating system or of the drive.
 //
-// LockDir and Fdatasync run on Linux and macOS; on every other system they
-// return errors.ErrUnsupported. A store that locks its directory first, as
-// every caller here does, therefore refuses at open and never reaches
+// LockDir and Fdatasync run on Linux and macOS; on every other system
+// LockDir returns the store's unsupported error and Fdatasync
+// errors.ErrUnsupported. A store that locks its directory first, as every
+// caller here does, therefore refuses at open and never reaches
 // Fdatasync. The rest is plain os.
 //
 // Errors name the operation and the path but carry no package prefix: the
-// caller adds its own ("mmap: ", "wal: ").
+// caller adds its own ("mmap: ", "wal: "). LockDir is the exception: its
+// errors are the store's own sentinels, returned as they are.
 //
 // Corruption is the part that every corruption error of those stores
 // shares: the damaged file, the byte position and the reason.

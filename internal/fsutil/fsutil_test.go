@@ -75,32 +75,37 @@ func TestMkdirAllSynced(t *testing.T) {
 	}
 }
 
-// TestLockDir: a second lock of a directory fails with ErrWouldBlock in
+// TestLockDir: a second lock of a directory fails with the held error in
 // the same process (another open file description), and succeeds once
 // the first is closed. (Across processes: the lock tests of isb/mmap and
 // wal.)
 func TestLockDir(t *testing.T) {
+	held, unsupported := errors.New("p: locked"), errors.New("p: unsupported")
+	lock := func(dir string) (*os.File, error) { return fsutil.LockDir("p", dir, held, unsupported) }
 	dir := t.TempDir()
-	f, err := fsutil.LockDir(dir)
-	if errors.Is(err, errors.ErrUnsupported) {
+	f, err := lock(dir)
+	if errors.Is(err, unsupported) {
+		if want := "p: lock " + dir + ": p: unsupported"; err.Error() != want {
+			t.Fatalf("LockDir off linux and darwin: %q, want %q", err, want)
+		}
 		t.Skip(err)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fsutil.LockDir(dir); !errors.Is(err, fsutil.ErrWouldBlock) {
-		t.Fatalf("second LockDir: %v, want ErrWouldBlock", err)
+	if _, err := lock(dir); !errors.Is(err, held) || err.Error() != "p: locked: "+dir {
+		t.Fatalf("second LockDir: %v, want held naming %s", err, dir)
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, err = fsutil.LockDir(dir)
+	f, err = lock(dir)
 	if err != nil {
 		t.Fatalf("LockDir after the first was closed: %v", err)
 	}
 	f.Close()
-	if _, err := fsutil.LockDir(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("LockDir of a missing directory: %v, want fs.ErrNotExist", err)
+	if _, err := lock(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(err.Error(), "p: ") {
+		t.Fatalf("LockDir of a missing directory: %v, want fs.ErrNotExist after the prefix", err)
 	}
 }
 

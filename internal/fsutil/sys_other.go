@@ -9,8 +9,8 @@ import (
 
 // The stores lock their directories with flock and flush with fdatasync as
 // Linux and macOS have them. On other systems both fail with
-// errors.ErrUnsupported; each store turns LockDir's into its own
-// ErrUnsupported at open, so Fdatasync is never reached.
+// errors.ErrUnsupported; LockDir turns its own into the store's
+// ErrUnsupported, so a store refuses at open and never reaches Fdatasync.
 
 func lockFile(*os.File) error { return errors.ErrUnsupported }
 

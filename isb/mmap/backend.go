@@ -109,7 +109,7 @@ func (b *Backend[T]) open(topic string, partitions int) error {
 	if _, err := fsutil.MkdirAllSynced(b.topicDir); err != nil {
 		return fmt.Errorf("mmap: create topic directory: %w", err)
 	}
-	lock, err := lockDir(b.topicDir)
+	lock, err := fsutil.LockDir("mmap", b.topicDir, ErrLocked, errNotHere)
 	if err != nil {
 		return err
 	}

@@ -14,8 +14,6 @@ var (
 	// ErrLocked is returned by Open when another open topic (in this or
 	// another process) holds the topic directory.
 	ErrLocked = errors.New("mmap: topic directory is locked")
-	// ErrTooLarge is matched by every *TooLargeError.
-	ErrTooLarge = errors.New("mmap: item larger than a segment")
 	// ErrInvalidName is returned by Open for a topic name that is not a
 	// single path component.
 	ErrInvalidName = errors.New("mmap: invalid topic name")
@@ -29,6 +27,9 @@ var (
 	// ErrReadSize is returned by a Read asking for fewer than one item.
 	ErrReadSize = errors.New("mmap: read size must be at least 1")
 )
+
+// errNotHere is the error of Open off Linux and macOS.
+var errNotHere = fsutil.Unsupported(ErrUnsupported, "memory-mapped storage")
 
 // ErrFault is matched by every *FaultError.
 var ErrFault = errors.New("mmap: memory fault on a segment mapping")
@@ -73,6 +74,9 @@ func (e *CorruptError) Is(target error) bool { return target == isb.ErrCorrupt }
 
 // Unwrap returns the underlying error, if any.
 func (e *CorruptError) Unwrap() error { return e.Err }
+
+// ErrTooLarge is matched by every *TooLargeError.
+var ErrTooLarge = errors.New("mmap: item larger than a segment")
 
 // TooLargeError reports an item whose record cannot fit in one segment.
 // Nothing of its batch is stored.
