@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runnel-dev/runnel/internal/crashtest"
 	"github.com/runnel-dev/runnel/internal/crc32c"
 	tidwall "github.com/tidwall/wal"
 	"go.uber.org/zap"
@@ -173,14 +174,7 @@ func (l *tableLog) segOf(index uint64) int {
 
 func flipByte(t *testing.T, path string, pos int) {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[pos] ^= 0x20
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	crashtest.FlipByte(t, path, int64(pos), 0x20)
 }
 
 func truncateTo(t *testing.T, path string, size int) {
