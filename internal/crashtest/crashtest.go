@@ -17,8 +17,13 @@
 //		goleak.VerifyTestMain(m)
 //	}
 //
-// A child writes each line with one write (os.Stdout.WriteString), so
-// that a line reaches the parent whole or not at all when it is killed.
+// A child writes each line with one write (Printf), so that a line
+// reaches the parent whole or not at all when it is killed.
+//
+// Where the kill must land at a point of the child's own progress rather
+// than after some time, the child signals itself and the parent only waits
+// (Wait) and checks how it ended (State): e2e's crash plans do that, their
+// progress counts being the pipeline's.
 //
 // It is internal: no user imports it.
 package crashtest
