@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/runnel-dev/runnel/internal/keys"
+	"github.com/runnel-dev/runnel/internal/replicactx"
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/vertex"
 )
@@ -19,7 +20,7 @@ import (
 type Config struct {
 	Vertex   string
 	Replica  int
-	Options  vertex.Config // validated
+	Options  Options // validated
 	Counters *Counters
 	Logger   *zap.Logger // nil logs nothing
 	Hooks    Hooks
@@ -113,7 +114,7 @@ func runReplicaParts[T any](hard, stop context.Context, cfg Config, in Input[T],
 	mode, out, newHandler := parts.mode, parts.out, parts.newHandler
 	o := cfg.Options
 	// User functions and sinks learn which replica calls them.
-	hard = vertex.WithReplica(hard, vertex.Replica{Vertex: cfg.Vertex, Index: cfg.Replica})
+	hard = replicactx.With(hard, vertex.Replica{Vertex: cfg.Vertex, Index: cfg.Replica})
 	r := newReader(in.Consumer, in.Partitions, in.Writers, o.BatchSize, o.MaxInFlight, cfg.Counters, cfg.Hooks.Fetcher)
 	r.run = cfg.Run
 	r.anchors = parts.anchors

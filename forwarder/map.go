@@ -121,7 +121,7 @@ func RunResumedMap[In, Out any](hard, stop context.Context, cfg Config, in Input
 // batch in 4 instead made 4 writes of 125 where one of 500 does: the
 // durable pipeline ran at 372-444K msg/s instead of 650-674K (quiet
 // machine, BenchmarkDurable/mmap-immediate).
-func stagedChunks(o vertex.Config) int {
+func stagedChunks(o Options) int {
 	batches := max(1, o.MaxInFlight/o.BatchSize)
 	return max(1, (o.Concurrency+batches-1)/batches)
 }
@@ -190,7 +190,7 @@ func mapChunk[In, Out any](ctx context.Context, cfg Config, fn AppendFunc[In, Ou
 // panic of fn is such a failure (a *vertex.PanicError): one guard covers the
 // whole run of calls, so the common path pays no guard per message.
 func mapEach[In, Out any](ctx context.Context, fn AppendFunc[In, Out], chunk []inflight[In], from int, outs []vertex.Message[Out], st *mapStamps) (at int, done []vertex.Message[Out], err error) {
-	defer vertex.Recover(&err) // at and done are as they were when the call panicked
+	defer recoverPanic(&err) // at and done are as they were when the call panicked
 	done = outs
 	for at = from; at < len(chunk); at++ {
 		res, err := fn(ctx, chunk[at].msg, done)
@@ -226,7 +226,7 @@ func RunMapStream[In, Out any](hard, stop context.Context, cfg Config, in Input[
 			for i := range chunk {
 				m := chunk[i].msg
 				call := func() (_ struct{}, err error) {
-					defer vertex.Recover(&err)
+					defer recoverPanic(&err)
 					return struct{}{}, fn(ctx, m, emit)
 				}
 				if _, err := call(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/runnel-dev/runnel/internal/envelope"
 	"github.com/runnel-dev/runnel/internal/origin"
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/isb/codec"
@@ -33,7 +34,7 @@ func TestResumedMapWritesOnlyWhatItDidNotFind(t *testing.T) {
 			var log isb.Log[msg]
 			if durable {
 				b, err := mmap.New[msg](t.TempDir(), mmap.SegmentSize(mmap.MinSegmentSize),
-					mmap.WithCodec(vertex.EnvelopeCodec(codec.JSON[int]())))
+					mmap.WithCodec(envelope.Codec(codec.JSON[int]())))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -85,7 +86,7 @@ func TestResumedMapWritesOnlyWhatItDidNotFind(t *testing.T) {
 				t.Fatalf("holds %v: the found records (at offset 7) are not held", retained)
 			}
 
-			opts, err := vertex.NewConfig(vertex.BatchSize(3), vertex.Concurrency(1))
+			opts, err := NewOptions(vertex.BatchSize(3), vertex.Concurrency(1))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,7 +126,11 @@ func TestResumedMapWritesOnlyWhatItDidNotFind(t *testing.T) {
 			if _, err := log.Read(0, 3, buf); err != nil {
 				t.Fatal(err)
 			}
-			want := []origin.Origin{{"m", 0, 0, 1}, {"m", 0, 2, 0}, {"m", 0, 2, 1}}
+			want := []origin.Origin{
+				{Writer: "m", Partition: 0, Offset: 0, Index: 1},
+				{Writer: "m", Partition: 0, Offset: 2, Index: 0},
+				{Writer: "m", Partition: 0, Offset: 2, Index: 1},
+			}
 			if !slices.Equal(slots, want) {
 				t.Fatalf("origins %+v, want %+v", slots, want)
 			}

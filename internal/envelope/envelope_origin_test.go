@@ -1,9 +1,10 @@
-package vertex_test
+package envelope_test
 
 import (
 	"errors"
 	"testing"
 
+	"github.com/runnel-dev/runnel/internal/envelope"
 	"github.com/runnel-dev/runnel/internal/origin"
 	"github.com/runnel-dev/runnel/vertex"
 )
@@ -65,8 +66,8 @@ func TestEnvelopeOrigin(t *testing.T) {
 	// length and "split"): an envelope error, as any truncated field.
 	for _, n := range []int{2, 3, 5, 8, 9} {
 		var got vertex.Message[order]
-		if err := c.Decode(b[:n], &got); !errors.Is(err, vertex.ErrEnvelope) {
-			t.Fatalf("decode of the first %d bytes: %v, want ErrEnvelope", n, err)
+		if err := c.Decode(b[:n], &got); !errors.Is(err, envelope.ErrInvalid) {
+			t.Fatalf("decode of the first %d bytes: %v, want ErrInvalid", n, err)
 		}
 	}
 }
