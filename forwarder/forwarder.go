@@ -103,6 +103,10 @@ type replicaParts[T any] struct {
 	// the replica ends its output: a reduce replica closes its windows
 	// there, so that its results precede its end of stream.
 	end func(ctx context.Context, kind EndKind) error
+	// anchors, when not nil, is told of every read batch and every commit:
+	// a map replica on durable storage holds what it wrote for inputs whose
+	// commit is not yet durable (map_resume.go).
+	anchors *mapAnchors
 }
 
 // runReplicaParts is runReplica with every part.
@@ -113,6 +117,7 @@ func runReplicaParts[T any](hard, stop context.Context, cfg Config, in Input[T],
 	hard = replicactx.With(hard, vertex.Replica{Vertex: cfg.Vertex, Index: cfg.Replica})
 	r := newReader(in.Consumer, in.Partitions, in.Writers, o.BatchSize, o.MaxInFlight, cfg.Counters, cfg.Hooks.Fetcher)
 	r.run = cfg.Run
+	r.anchors = parts.anchors
 	workers := o.Concurrency
 	chans := make([]chan []inflight[T], 1)
 	if mode == chunkByKey {

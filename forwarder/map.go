@@ -37,6 +37,14 @@ func FromValueFunc[In, Out any](fn func(context.Context, In) (Out, error)) Appen
 // Options.OrderByKey) and a chunk's inputs are acked once all their outputs
 // are written to edges. See runReplica for hard and stop.
 func RunMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn AppendFunc[In, Out]) error {
+	return RunResumedMap(hard, stop, cfg, in, edges, fn, nil)
+}
+
+// RunResumedMap is RunMap on durable storage for a map that writes nothing
+// twice (see MapResume): every output carries its origin, the outputs res
+// found an earlier run wrote are not written again, and the replica holds
+// what it writes until its input's commit is durable. A nil res is RunMap.
+func RunResumedMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn AppendFunc[In, Out], res *MapResume) error {
 	var w *Writer[Out]
 	writer := func(r *reader[In]) *Writer[Out] {
 		if w == nil {
@@ -45,16 +53,28 @@ func RunMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], e
 		return w
 	}
 	parts := replicaParts[In]{mode: modeOf(cfg), out: func() output { return w }}
+	stamps := func() *mapStamps { return nil }
+	if res != nil {
+		a, err := newMapAnchors(res, cfg.Replica)
+		if err != nil {
+			return asProcessError(cfg, err)
+		}
+		parts.anchors = a
+		stamps = func() *mapStamps { return &mapStamps{vertex: res.Vertex} }
+	}
 	parts.newHandler = func(r *reader[In]) handler[In] {
 		w := writer(r)
 		buf := &WriteBuffer[Out]{}
+		st := stamps()
 		var outs []vertex.Message[Out]
 		return func(ctx context.Context, chunk []inflight[In]) error {
 			var err error
-			if outs, err = mapChunk(ctx, cfg, fn, chunk, outs[:0]); err != nil {
+			if outs, err = mapChunk(ctx, cfg, fn, chunk, outs[:0], st); err != nil {
 				return err
 			}
+			buf.skip = skipFound[In, Out](res, chunk)
 			err = w.Write(ctx, outs, buf)
+			buf.skip = nil
 			clear(outs)
 			return err
 		}
@@ -69,14 +89,17 @@ func RunMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], e
 			for range stagedWrites {
 				free <- &stagedOutputs[Out]{w: w, free: free}
 			}
+			st := stamps()
 			var outs []vertex.Message[Out]
 			return func(ctx context.Context, chunk []inflight[In]) (pendingWrite, error) {
 				var err error
-				if outs, err = mapChunk(ctx, cfg, fn, chunk, outs[:0]); err != nil {
+				if outs, err = mapChunk(ctx, cfg, fn, chunk, outs[:0], st); err != nil {
 					return nil, err
 				}
 				s := <-free // the completer returns one
+				s.buf.skip = skipFound[In, Out](res, chunk)
 				err = w.Stage(ctx, outs, &s.buf)
+				s.buf.skip = nil
 				clear(outs)
 				if err != nil {
 					free <- s
@@ -130,11 +153,15 @@ func edgesStage[T any](edges []Edge[T]) bool {
 
 // mapChunk calls fn for every message of chunk, appending the outputs to
 // outs; a failed (or panicking) call is retried alone as the retry policy
-// says, and dropped when the policy allows.
-func mapChunk[In, Out any](ctx context.Context, cfg Config, fn AppendFunc[In, Out], chunk []inflight[In], outs []vertex.Message[Out]) ([]vertex.Message[Out], error) {
+// says, and dropped when the policy allows. With st, every output gets its
+// origin (st's scratch is reset first).
+func mapChunk[In, Out any](ctx context.Context, cfg Config, fn AppendFunc[In, Out], chunk []inflight[In], outs []vertex.Message[Out], st *mapStamps) ([]vertex.Message[Out], error) {
+	if st != nil {
+		st.reset()
+	}
 	for i := 0; i < len(chunk); i++ {
 		var err error
-		if i, outs, err = mapEach(ctx, fn, chunk, i, outs); err == nil {
+		if i, outs, err = mapEach(ctx, fn, chunk, i, outs, st); err == nil {
 			break // every call from i on succeeded
 		}
 		// chunk[i] failed (or panicked): retry it alone. outs keeps
@@ -151,6 +178,7 @@ func mapChunk[In, Out any](ctx context.Context, cfg Config, fn AppendFunc[In, Ou
 			}
 			continue
 		}
+		stampOutputs(st, res[mark:], chunk[i].partition, chunk[i].offset)
 		outs = res
 	}
 	return outs, nil
@@ -161,13 +189,16 @@ func mapChunk[In, Out any](ctx context.Context, cfg Config, fn AppendFunc[In, Ou
 // when none did), the outputs of the calls that succeeded, and the error. A
 // panic of fn is such a failure (a *vertex.PanicError): one guard covers the
 // whole run of calls, so the common path pays no guard per message.
-func mapEach[In, Out any](ctx context.Context, fn AppendFunc[In, Out], chunk []inflight[In], from int, outs []vertex.Message[Out]) (at int, done []vertex.Message[Out], err error) {
+func mapEach[In, Out any](ctx context.Context, fn AppendFunc[In, Out], chunk []inflight[In], from int, outs []vertex.Message[Out], st *mapStamps) (at int, done []vertex.Message[Out], err error) {
 	defer recoverPanic(&err) // at and done are as they were when the call panicked
 	done = outs
 	for at = from; at < len(chunk); at++ {
 		res, err := fn(ctx, chunk[at].msg, done)
 		if err != nil {
 			return at, done, err
+		}
+		if st != nil {
+			stampOutputs(st, res[len(done):], chunk[at].partition, chunk[at].offset)
 		}
 		done = res
 	}

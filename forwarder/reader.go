@@ -60,6 +60,10 @@ type reader[T any] struct {
 	mu       sync.Mutex // guards the fields below and err
 	dirty    []bool     // partitions with acks not yet committed
 	anyDirty bool
+
+	// anchors, when not nil, is told of each batch before it is handed on
+	// and runs after each commit (map_resume.go).
+	anchors *mapAnchors
 }
 
 // newReader returns the reader of c, whose buffer has partitions; with
@@ -184,6 +188,9 @@ func (r *reader[T]) take(b isb.Batch[vertex.Message[T]]) []inflight[T] {
 	}
 	buf.items = items
 	buf.left.Store(int64(len(items)))
+	if r.anchors != nil && len(items) > 0 {
+		r.anchors.register(b.Partition, b.End())
+	}
 	r.raiseHead(wm)
 	// Stored after the inserts, so a commit that finds nothing in flight
 	// and commits up to delivered never passes an untracked offset.
@@ -247,6 +254,9 @@ func (r *reader[T]) commitDirty() error {
 			return err
 		}
 		r.committed[p] = target
+	}
+	if r.anchors != nil {
+		return r.anchors.committed()
 	}
 	return nil
 }
