@@ -99,7 +99,7 @@ func rawWrite(b *testing.B, size, batch int) {
 // b.N messages in a runnel pipeline with opts, the map with mapOpts.
 func benchRunnelMap(b *testing.B, mapOpts []vertex.Option, opts ...pipeline.Option) {
 	p := pipeline.New("bench", opts...)
-	gen := pipeline.Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }, vertex.Count(int64(b.N))))
+	gen := pipeline.Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }).WithCount(int64(b.N)))
 	mapped := pipeline.Map(p, "identity", gen, identity, mapOpts...)
 	sink := vertex.Blackhole[int64]()
 	pipeline.Sink(p, "sink", mapped, sink)

@@ -24,8 +24,8 @@ const reduceKeys = 10_000
 // 100 per key.
 func keyedGenerator(n int) *vertex.GeneratorSource[int64] {
 	base := time.Unix(1_800_000_000, 0)
-	return vertex.Generator(func(i int64) int64 { return i }, vertex.Count(int64(n)), vertex.Keys(reduceKeys),
-		vertex.EventTimes(func(i int64) time.Time { return base.Add(time.Duration(i) * time.Microsecond) }))
+	return vertex.Generator(func(i int64) int64 { return i }).WithCount(int64(n)).WithKeys(reduceKeys).
+		WithEventTime(func(i int64) time.Time { return base.Add(time.Duration(i) * time.Microsecond) })
 }
 
 // BenchmarkReduce runs a keyed generator -> fixed-window count -> sink

@@ -82,11 +82,10 @@ func boundedChain(name string, n int64, store watermark.Store, opts []pipeline.O
 	opts = append(slices.Clone(opts), pipeline.WatermarkStore(store),
 		pipeline.Watermarks(pipeline.WatermarkConfig{Throttle: time.Nanosecond, IdleInterval: 5 * time.Millisecond}))
 	p := pipeline.New(name, opts...)
-	var genOpts []vertex.GeneratorOption
+	gen := vertex.Generator(func(i int64) int64 { return i })
 	if n > 0 {
-		genOpts = append(genOpts, vertex.Count(n))
+		gen.WithCount(n)
 	}
-	gen := vertex.Generator(func(i int64) int64 { return i }, genOpts...)
 	s := pipeline.Source(p, "gen", vertex.Source[int64](gen), vertex.Replicas(2), vertex.BatchSize(50))
 	m := pipeline.Map(p, "double", s, func(_ context.Context, v int64) (int64, error) { return 2 * v, nil },
 		vertex.Replicas(2), vertex.Partitions(3), vertex.BatchSize(32))

@@ -134,7 +134,7 @@ func TestDiscardWhenFullCountsDrops(t *testing.T) {
 func TestOrderByKey(t *testing.T) {
 	const n = 4000
 	p := New("ordered")
-	src := Source(p, "gen", vertex.Generator(func(i int64) int { return int(i) }, vertex.Count(n), vertex.Keys(5)), vertex.BatchSize(64))
+	src := Source(p, "gen", vertex.Generator(func(i int64) int { return int(i) }).WithCount(n).WithKeys(5), vertex.BatchSize(64))
 	var mu sync.Mutex
 	last := map[string]int{}
 	violations := 0

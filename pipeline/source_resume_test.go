@@ -86,8 +86,8 @@ func TestResumedSourceFindsWhatItWrote(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			p := New("res", WithDataDir(dir))
-			gen := Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }, vertex.Count(150)), vertex.BatchSize(20))
-			other := Source(p, "other", vertex.Generator(func(i int64) int64 { return 1000 + i }, vertex.Count(10)))
+			gen := Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }).WithCount(150), vertex.BatchSize(20))
+			other := Source(p, "other", vertex.Generator(func(i int64) int64 { return 1000 + i }).WithCount(10))
 			var a, b, cc valueCounter
 			Sink(p, "a", gen, &a)
 			Sink(p, "b", gen, &b)

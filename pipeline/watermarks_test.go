@@ -186,7 +186,7 @@ func testTopicSourceEmptyPartition(t *testing.T, replicas int) {
 		t.Fatal(err)
 	}
 	p := New("wm-topic")
-	src := vertex.FromTopic(topic, "g", vertex.PollInterval(10*time.Millisecond))
+	src := vertex.FromTopic(topic, "g").WithPollInterval(10 * time.Millisecond)
 	sink := &wmSink{}
 	Sink(p, "out", Source(p, "src", src, vertex.Replicas(replicas)), vertex.Sink[int](sink))
 	ctx, cancel := context.WithCancel(context.Background())
