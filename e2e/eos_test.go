@@ -79,8 +79,8 @@ func everyPartition(vertexName string, replicas, partitions int) []string {
 // boundedChain builds gen (2 replicas, count n) -> double (2 replicas, 3
 // partitions) -> sink (2 replicas, 2 partitions) on store.
 func boundedChain(name string, n int64, store watermark.Store, opts []pipeline.Option) (*pipeline.Pipeline, *counter[int64], *vertex.GeneratorSource[int64]) {
-	opts = append(slices.Clone(opts), pipeline.WatermarkStore(store),
-		pipeline.Watermarks(pipeline.WatermarkConfig{Throttle: time.Nanosecond, IdleInterval: 5 * time.Millisecond}))
+	opts = append(slices.Clone(opts),
+		pipeline.Watermarks(pipeline.WatermarkConfig{Store: store, Throttle: time.Nanosecond, IdleInterval: 5 * time.Millisecond}))
 	p := pipeline.New(name, opts...)
 	gen := vertex.Generator(func(i int64) int64 { return i })
 	if n > 0 {

@@ -107,7 +107,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if err := p.prepare(rt); err != nil {
 		return errors.Join(err, p.close())
 	}
-	if cfg.hooks == nil && !cfg.wmOff {
+	if cfg.hooks == nil && !cfg.wm.Disabled {
 		if err := p.startWatermarks(rt); err != nil {
 			p.release()
 			return errors.Join(err, p.close())
