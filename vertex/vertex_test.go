@@ -166,19 +166,19 @@ func TestSliceChannelAndSeqSources(t *testing.T) {
 	if got := readAll[int](t, seq, 2); len(got) != 3 || got[1].Value != 8 || got[1].ID != "1" {
 		t.Fatalf("seq: %+v", got)
 	}
-	_ = seq.Close()
+	_ = seq.(io.Closer).Close()
 	// Closing a half-read sequence ends its coroutine (goleak checks).
 	half := FromSeq(slices.Values([]int{1, 2, 3}))
 	if _, err := half.Read(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := half.Close(); err != nil {
+	if err := half.(io.Closer).Close(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := half.Read(context.Background(), 1); !errors.Is(err, io.EOF) {
 		t.Fatalf("Read after Close: %v, want io.EOF", err)
 	}
-	if err := FromChannel[int](nil).Validate(); !errors.Is(err, isb.ErrInvalidOption) {
+	if err := FromChannel[int](nil).(interface{ Validate() error }).Validate(); !errors.Is(err, isb.ErrInvalidOption) {
 		t.Fatalf("nil channel: %v", err)
 	}
 }
