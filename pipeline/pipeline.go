@@ -60,7 +60,7 @@ func withHooks(f func(vertex string, replica int) forwarder.Hooks) Option {
 }
 
 func newConfig(opts []Option) (config, error) {
-	c := config{drainTimeout: time.Minute, commitEvery: DefaultCommitInterval}
+	c := config{drainTimeout: time.Minute, commitEvery: defaultCommitInterval}
 	if err := isb.ApplyOptions(&c, "pipeline.Option", opts); err != nil {
 		return c, err
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/vconfig"
 	"github.com/runnel-dev/runnel/vertex"
 )
 
@@ -36,7 +37,7 @@ func (c *valueCounter) Write(_ context.Context, msgs []vertex.Message[int64]) ([
 // would have left them.
 func prewrite(t *testing.T, c *config, v string, from, to int64) {
 	t.Helper()
-	topic, err := openTopic[int64](c, topicSpec{pipeline: "res", vertex: v, partitions: 1, capacity: vertex.DefaultBufferCapacity})
+	topic, err := openTopic[int64](c, topicSpec{pipeline: "res", vertex: v, partitions: 1, capacity: vconfig.DefaultBufferCapacity})
 	if err != nil {
 		t.Fatal(err)
 	}
