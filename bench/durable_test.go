@@ -16,6 +16,14 @@ import (
 	"github.com/runnel-dev/runnel/vertex"
 )
 
+// defaultBatchSize is a vertex's default BatchSize.
+const defaultBatchSize = 500
+
+// defaultCommitInterval is the pipeline's default CommitInterval: how
+// often durable storage persists commits, which the interval flush of the
+// mmap-interval runs matches.
+const defaultCommitInterval = 20 * time.Millisecond
+
 // BenchmarkDurable runs generator -> map(identity) -> sink(blackhole) on
 // memory storage and on mmap storage (each message encoded as an envelope,
 // written and flushed to two buffers, every commit a checkpoint), beside
@@ -44,9 +52,9 @@ func BenchmarkDurable(b *testing.B) {
 	// outputs: twice the in-flight bound shows how much of the flush
 	// latency that bound leaves uncovered.
 	b.Run("mmap-immediate-inflight8x", func(b *testing.B) {
-		benchRunnelMap(b, []vertex.Option{vertex.MaxInFlight(8 * vertex.DefaultBatchSize)}, pipeline.WithStorage(pipeline.MMap(b.TempDir())), pipeline.WithCodec(rawInt64))
+		benchRunnelMap(b, []vertex.Option{vertex.MaxInFlight(8 * defaultBatchSize)}, pipeline.WithStorage(pipeline.MMap(b.TempDir())), pipeline.WithCodec(rawInt64))
 	})
-	// Commits are persisted every DefaultCommitInterval (20 ms): a
+	// Commits are persisted every defaultCommitInterval (20 ms): a
 	// checkpoint with two fsyncs per buffer, which share the disk with
 	// the data flushes. A longer interval trades them for more duplicates
 	// after a crash (pipeline.CommitInterval).
@@ -54,10 +62,10 @@ func BenchmarkDurable(b *testing.B) {
 		benchRunnel(b, pipeline.WithStorage(pipeline.MMap(b.TempDir())), pipeline.WithCodec(rawInt64), pipeline.CommitInterval(100*time.Millisecond))
 	})
 	b.Run("mmap-batch", func(b *testing.B) {
-		benchRunnel(b, pipeline.WithStorage(pipeline.MMap(b.TempDir(), mmap.Flush(mmap.Batch(vertex.DefaultBatchSize)))), pipeline.WithCodec(rawInt64))
+		benchRunnel(b, pipeline.WithStorage(pipeline.MMap(b.TempDir(), mmap.Flush(mmap.Batch(defaultBatchSize)))), pipeline.WithCodec(rawInt64))
 	})
 	b.Run("mmap-interval", func(b *testing.B) {
-		benchRunnel(b, pipeline.WithStorage(pipeline.MMap(b.TempDir(), mmap.Flush(mmap.Interval(pipeline.DefaultCommitInterval)))), pipeline.WithCodec(rawInt64))
+		benchRunnel(b, pipeline.WithStorage(pipeline.MMap(b.TempDir(), mmap.Flush(mmap.Interval(defaultCommitInterval)))), pipeline.WithCodec(rawInt64))
 	})
 	// The envelope of a generator message: ID, event time, an 8-byte value
 	// (about 30 bytes) in a 20-byte record frame.
@@ -65,7 +73,7 @@ func BenchmarkDurable(b *testing.B) {
 	rec, _ := env.Append(nil, vertex.Message[int64]{ID: "123456", EventTime: time.Now(), Value: 123456})
 	recSize := len(rec) + 20
 	b.Run("write+fdatasync", func(b *testing.B) {
-		rawWrite(b, recSize, vertex.DefaultBatchSize)
+		rawWrite(b, recSize, defaultBatchSize)
 	})
 }
 
@@ -99,7 +107,7 @@ func rawWrite(b *testing.B, size, batch int) {
 // b.N messages in a runnel pipeline with opts, the map with mapOpts.
 func benchRunnelMap(b *testing.B, mapOpts []vertex.Option, opts ...pipeline.Option) {
 	p := pipeline.New("bench", opts...)
-	gen := pipeline.Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }, vertex.Count(int64(b.N))))
+	gen := pipeline.Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }).WithCount(int64(b.N)))
 	mapped := pipeline.Map(p, "identity", gen, identity, mapOpts...)
 	sink := vertex.Blackhole[int64]()
 	pipeline.Sink(p, "sink", mapped, sink)

@@ -27,7 +27,7 @@ func BenchmarkPipeline(b *testing.B) {
 	// writing replica, a fetcher per reading replica, in-memory store).
 	b.Run("runnel", func(b *testing.B) { benchRunnel(b) })
 	// The same without watermarks: the baseline of their cost.
-	b.Run("runnel-wm-off", func(b *testing.B) { benchRunnel(b, pipeline.WithoutWatermarks()) })
+	b.Run("runnel-wm-off", func(b *testing.B) { benchRunnel(b, pipeline.Watermarks(pipeline.WatermarkConfig{Disabled: true})) })
 
 	// The same three stages as goroutines joined by channels of single
 	// items: no tracking, no acks, no backpressure beyond the buffers.

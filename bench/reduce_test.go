@@ -24,8 +24,8 @@ const reduceKeys = 10_000
 // 100 per key.
 func keyedGenerator(n int) *vertex.GeneratorSource[int64] {
 	base := time.Unix(1_800_000_000, 0)
-	return vertex.Generator(func(i int64) int64 { return i }, vertex.Count(int64(n)), vertex.Keys(reduceKeys),
-		vertex.EventTimes(func(i int64) time.Time { return base.Add(time.Duration(i) * time.Microsecond) }))
+	return vertex.Generator(func(i int64) int64 { return i }).WithCount(int64(n)).WithKeys(reduceKeys).
+		WithEventTime(func(i int64) time.Time { return base.Add(time.Duration(i) * time.Microsecond) })
 }
 
 // BenchmarkReduce runs a keyed generator -> fixed-window count -> sink
@@ -42,7 +42,7 @@ func BenchmarkReduce(b *testing.B) {
 	// baseline of reduce-durable.
 	b.Run("map-durable", func(b *testing.B) { benchKeyedMap(b, pipeline.WithDataDir(b.TempDir())) })
 	b.Run("map-durable-interval", func(b *testing.B) {
-		benchKeyedMap(b, pipeline.WithStorage(pipeline.MMap(b.TempDir(), mmap.Flush(mmap.Interval(pipeline.DefaultCommitInterval)))))
+		benchKeyedMap(b, pipeline.WithStorage(pipeline.MMap(b.TempDir(), mmap.Flush(mmap.Interval(defaultCommitInterval)))))
 	})
 	b.Run("reduce", func(b *testing.B) { benchReduce(b, nil) })
 	// The same reduce on durable storage: mmap buffers and the reduce WAL
@@ -59,10 +59,10 @@ func BenchmarkReduce(b *testing.B) {
 	// at once (mmap.Interval): the serial source's Immediate flush is no
 	// longer the bound, what is left is the reduce and its WAL.
 	b.Run("reduce-durable-interval", func(b *testing.B) {
-		benchReduce(b, pipeline.WithStorage(pipeline.MMap(b.TempDir(), mmap.Flush(mmap.Interval(pipeline.DefaultCommitInterval)))))
+		benchReduce(b, pipeline.WithStorage(pipeline.MMap(b.TempDir(), mmap.Flush(mmap.Interval(defaultCommitInterval)))))
 	})
-	b.Run(fmt.Sprintf("tidwall/batch=%d", vertex.DefaultBatchSize), func(b *testing.B) {
-		rawTidwall(b, reduceEntrySize(b), vertex.DefaultBatchSize)
+	b.Run(fmt.Sprintf("tidwall/batch=%d", defaultBatchSize), func(b *testing.B) {
+		rawTidwall(b, reduceEntrySize(b), defaultBatchSize)
 	})
 }
 

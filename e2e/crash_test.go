@@ -110,7 +110,7 @@ func crashChild() int {
 	}
 	defer f.Close()
 	p := pipeline.New("crash", pipeline.WithDataDir(data))
-	ids := pipeline.Source(p, "ids", vertex.FromTopic(topic, crashSourceName, vertex.EndWhenEmpty()),
+	ids := pipeline.Source(p, "ids", vertex.FromTopic(topic, crashSourceName).EndWhenEmpty(),
 		vertex.BatchSize(200))
 	formatted := pipeline.Map(p, "format", ids, func(_ context.Context, v int64) (string, error) {
 		return strconv.FormatInt(v, 10), nil

@@ -79,14 +79,13 @@ func everyPartition(vertexName string, replicas, partitions int) []string {
 // boundedChain builds gen (2 replicas, count n) -> double (2 replicas, 3
 // partitions) -> sink (2 replicas, 2 partitions) on store.
 func boundedChain(name string, n int64, store watermark.Store, opts []pipeline.Option) (*pipeline.Pipeline, *counter[int64], *vertex.GeneratorSource[int64]) {
-	opts = append(slices.Clone(opts), pipeline.WatermarkStore(store),
-		pipeline.Watermarks(pipeline.WatermarkConfig{Throttle: time.Nanosecond, IdleInterval: 5 * time.Millisecond}))
+	opts = append(slices.Clone(opts),
+		pipeline.Watermarks(pipeline.WatermarkConfig{Store: store, Throttle: time.Nanosecond, IdleInterval: 5 * time.Millisecond}))
 	p := pipeline.New(name, opts...)
-	var genOpts []vertex.GeneratorOption
+	gen := vertex.Generator(func(i int64) int64 { return i })
 	if n > 0 {
-		genOpts = append(genOpts, vertex.Count(n))
+		gen.WithCount(n)
 	}
-	gen := vertex.Generator(func(i int64) int64 { return i }, genOpts...)
 	s := pipeline.Source(p, "gen", vertex.Source[int64](gen), vertex.Replicas(2), vertex.BatchSize(50))
 	m := pipeline.Map(p, "double", s, func(_ context.Context, v int64) (int64, error) { return 2 * v, nil },
 		vertex.Replicas(2), vertex.Partitions(3), vertex.BatchSize(32))

@@ -76,7 +76,7 @@ func TestSlowSinkBoundsMemory(t *testing.T) {
 		capacity    = 100
 	)
 	p := pipeline.New("slow")
-	src := pipeline.Source(p, "gen", vertex.Generator(func(i int64) int { return int(i) }, vertex.Count(n)), vertex.BatchSize(100))
+	src := pipeline.Source(p, "gen", vertex.Generator(func(i int64) int { return int(i) }).WithCount(n), vertex.BatchSize(100))
 	opts := []vertex.Option{vertex.Replicas(2), vertex.BatchSize(8), vertex.MaxInFlight(maxInFlight), vertex.BufferCapacity(capacity)}
 	mapped := pipeline.Map(p, "id", src, func(_ context.Context, v int) (int, error) { return v, nil }, opts...)
 	sink := &slowSink{counter: *newCounter[int](), delay: 200 * time.Microsecond}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnel-dev/runnel/forwarder"
 	"github.com/runnel-dev/runnel/pipeline"
 	"github.com/runnel-dev/runnel/vertex"
 )
@@ -132,9 +131,9 @@ func TestPanicExhaustedFailsWithPanicError(t *testing.T) {
 			if pe.Value != "boom 7" || !strings.Contains(string(pe.Stack), "e2e.(*panicker).maybe") {
 				t.Errorf("panic value %v, stack:\n%s\nwant \"boom 7\" and a stack naming panicker.maybe", pe.Value, pe.Stack)
 			}
-			var proc *forwarder.ProcessError
+			var proc *vertex.ProcessError
 			if !errors.As(err, &proc) || proc.Vertex != "stage" {
-				t.Fatalf("Run = %v; want a *forwarder.ProcessError of vertex stage", err)
+				t.Fatalf("Run = %v; want a *vertex.ProcessError of vertex stage", err)
 			}
 			// A sink's message error may come from any message of the
 			// batch (here batches of one); a map names the message.

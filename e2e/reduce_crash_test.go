@@ -233,11 +233,11 @@ func reduceCrashChild() int {
 	// until their signal, so that every round but the SIGTERM ones is
 	// killed, and the windows of a round close only as the watermark
 	// passes them.
-	var topicOpts []vertex.TopicSourceOption
+	ts := vertex.FromTopic(topic, crashSourceName)
 	if os.Getenv("RUNNEL_E2E_FINAL") != "" {
-		topicOpts = append(topicOpts, vertex.EndWhenEmpty())
+		ts.EndWhenEmpty()
 	}
-	src := eventTimedSource{vertex.FromTopic(topic, crashSourceName, topicOpts...), perRound}
+	src := eventTimedSource{ts, perRound}
 	plan := crashPlanFromEnv()
 	return runReduceCrash(dir, plan, countDistinct(plan), func(p *pipeline.Pipeline) pipeline.Stream[int64] {
 		ids := pipeline.Source(p, "ids", src, vertex.BatchSize(200))
@@ -529,8 +529,8 @@ type roundGenerator struct {
 }
 
 func newRoundGenerator(total, perRound int64, final bool) roundGenerator {
-	return roundGenerator{vertex.Generator(func(i int64) int64 { return i }, vertex.Count(total), vertex.Keys(reduceCrashKeys),
-		vertex.EventTimes(func(i int64) time.Time { return reduceCrashEvent(i, perRound) })), final}
+	return roundGenerator{vertex.Generator(func(i int64) int64 { return i }).WithCount(total).WithKeys(reduceCrashKeys).
+		WithEventTime(func(i int64) time.Time { return reduceCrashEvent(i, perRound) }), final}
 }
 
 func (g roundGenerator) ReadInto(ctx context.Context, buf []vertex.Message[int64]) (int, error) {
@@ -552,7 +552,7 @@ func (g roundGenerator) Read(ctx context.Context, maxN int) ([]vertex.Message[in
 	return buf[:n:n], err
 }
 
-// genCrashKey is the key the generator gives id (vertex.Keys).
+// genCrashKey is the key the generator gives id (vertex.GeneratorSource.WithKeys).
 func genCrashKey(id int64) string { return "k" + strconv.FormatInt(id%reduceCrashKeys, 10) }
 
 // reduceCrashGenChild runs generator -> reduces until the generator has

@@ -472,7 +472,8 @@ func TestDeadReplicaIsDroppedAfterHeartbeatTimeout(t *testing.T) {
 	store := &pausableStore{Store: watermark.NewMemStore(), key: "hb." + proc}
 	cfg := idleConfig(clock, 0)
 	cfg.HeartbeatTimeout = 20 * time.Second
-	p := pipeline.New("wm-dead", pipeline.Watermarks(cfg), pipeline.WatermarkStore(store))
+	cfg.Store = store
+	p := pipeline.New("wm-dead", pipeline.Watermarks(cfg))
 	s := pipeline.Source(p, "src", vertex.Source[int](newLiveSource("s", clock, "live", "stuck")), vertex.Replicas(2))
 	sink := newCounter[int]()
 	pipeline.Sink(p, "sink", s, vertex.Sink[int](sink))

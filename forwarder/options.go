@@ -15,8 +15,8 @@ type Options = vconfig.Config[vertex.RetryPolicy, vertex.FullMode]
 // NewOptions applies opts over the defaults and validates the result; an
 // invalid option is an *isb.OptionError with Package "vertex" naming it.
 func NewOptions(opts ...vertex.Option) (Options, error) {
-	c := Options{Replicas: 1, BatchSize: vertex.DefaultBatchSize, Concurrency: vertex.DefaultConcurrency,
-		BufferCapacity: vertex.DefaultBufferCapacity}
+	c := Options{Replicas: 1, BatchSize: vconfig.DefaultBatchSize, Concurrency: vconfig.DefaultConcurrency,
+		BufferCapacity: vconfig.DefaultBufferCapacity}
 	if err := isb.ApplyOptions(&c, "vertex.Option", opts); err != nil {
 		return c, err
 	}
@@ -59,10 +59,13 @@ func NewOptions(opts ...vertex.Option) (Options, error) {
 	return c, nil
 }
 
-// retryWithDefaults fills the zero fields of p from
-// vertex.DefaultRetryPolicy.
+// defaultRetry is the retry policy of a vertex without vertex.Retry.
+var defaultRetry = vertex.RetryPolicy{MaxAttempts: vconfig.DefaultMaxAttempts,
+	InitialBackoff: vconfig.DefaultInitialBackoff, MaxBackoff: vconfig.DefaultMaxBackoff}
+
+// retryWithDefaults fills the zero fields of p from defaultRetry.
 func retryWithDefaults(p vertex.RetryPolicy) vertex.RetryPolicy {
-	d := vertex.DefaultRetryPolicy
+	d := defaultRetry
 	if p.MaxAttempts == 0 {
 		p.MaxAttempts = d.MaxAttempts
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/vconfig"
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/vertex"
 )
@@ -14,8 +15,8 @@ func TestNewOptionsDefaultsAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Partitions != 3 || c.BatchSize != vertex.DefaultBatchSize || c.MaxInFlight != 4*vertex.DefaultBatchSize ||
-		c.Concurrency != vertex.DefaultConcurrency || c.Retry != vertex.DefaultRetryPolicy || c.BufferCapacity != vertex.DefaultBufferCapacity {
+	if c.Partitions != 3 || c.BatchSize != vconfig.DefaultBatchSize || c.MaxInFlight != 4*vconfig.DefaultBatchSize ||
+		c.Concurrency != vconfig.DefaultConcurrency || c.Retry != defaultRetry || c.BufferCapacity != vconfig.DefaultBufferCapacity {
 		t.Fatalf("defaults %+v", c)
 	}
 	bad := map[string][]vertex.Option{

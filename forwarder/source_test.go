@@ -20,7 +20,7 @@ func (f *fakeSourceWM) Observe(partition int, minEventTime time.Time) time.Time 
 }
 
 type ackRecorder struct {
-	*vertex.SliceSource[int]
+	vertex.Source[int]
 	mu    sync.Mutex
 	acked []string
 }
@@ -42,7 +42,7 @@ func TestRunSource(t *testing.T) {
 		{ID: "new", EventTime: time.Unix(150, 0)},
 		{ID: "unset"},
 	}
-	src := &ackRecorder{SliceSource: vertex.FromMessages(in)}
+	src := &ackRecorder{Source: vertex.FromMessages(in)}
 	out := newTopic(t, "out")
 	wm := &fakeSourceWM{}
 	pub := &fakePublisher{}
@@ -171,7 +171,7 @@ func (c *cancelAfterFirstErr) Err() error {
 
 // failingAcker fails every Ack.
 type failingAcker struct {
-	*vertex.SliceSource[int]
+	vertex.Source[int]
 	err error
 }
 
@@ -181,7 +181,7 @@ func (a *failingAcker) Ack(context.Context, []msg) error { return a.err }
 // is not counted as acked, and nothing stays counted in flight.
 func TestRunSourceAckFailure(t *testing.T) {
 	boom := errors.New("ack refused")
-	src := &failingAcker{SliceSource: vertex.FromSlice([]int{1, 2}), err: boom}
+	src := &failingAcker{Source: vertex.FromSlice([]int{1, 2}), err: boom}
 	out := newTopic(t, "out")
 	cnt := &Counters{}
 	cfg := Config{Vertex: "src", Options: Options{BatchSize: 10}, Counters: cnt}

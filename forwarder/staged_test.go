@@ -64,7 +64,7 @@ func (a *ackRecorder) ackedIDs() []string {
 // stagedSource runs a source of n numbered messages in batches of 10 into
 // a staged topic; the replica's error arrives on done.
 func stagedSource(t *testing.T, n int) (src *ackRecorder, out *isb.Topic[msg], b *isbtest.StagedBackend[msg], pub *fakePublisher, c *Counters, done chan error) {
-	src = &ackRecorder{SliceSource: vertex.FromMessages(numbered(n))}
+	src = &ackRecorder{Source: vertex.FromMessages(numbered(n))}
 	out, b = stagedTopic(t, "out")
 	pub = &fakePublisher{}
 	c = &Counters{}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnel-dev/runnel/forwarder"
 	"github.com/runnel-dev/runnel/vertex"
 )
 
@@ -135,7 +134,7 @@ func TestDiscardWhenFullCountsDrops(t *testing.T) {
 func TestOrderByKey(t *testing.T) {
 	const n = 4000
 	p := New("ordered")
-	src := Source(p, "gen", vertex.Generator(func(i int64) int { return int(i) }, vertex.Count(n), vertex.Keys(5)), vertex.BatchSize(64))
+	src := Source(p, "gen", vertex.Generator(func(i int64) int { return int(i) }).WithCount(n).WithKeys(5), vertex.BatchSize(64))
 	var mu sync.Mutex
 	last := map[string]int{}
 	violations := 0
@@ -250,9 +249,9 @@ func TestExhaustedRetriesFailTheRun(t *testing.T) {
 	}, vertex.Retry(vertex.RetryPolicy{MaxAttempts: 2, InitialBackoff: time.Microsecond}))
 	Sink(p, "out", m, vertex.Blackhole[int]())
 	err := p.Run(context.Background())
-	var pe *forwarder.ProcessError
-	if !errors.As(err, &pe) || !errors.Is(err, forwarder.ErrRetriesExhausted) {
-		t.Fatalf("Run: %v, want a *forwarder.ProcessError wrapping ErrRetriesExhausted", err)
+	var pe *vertex.ProcessError
+	if !errors.As(err, &pe) || !errors.Is(err, vertex.ErrRetriesExhausted) {
+		t.Fatalf("Run: %v, want a *vertex.ProcessError wrapping ErrRetriesExhausted", err)
 	}
 	if pe.Vertex != "broken" || pe.MessageID != "5" || pe.Attempts != 2 {
 		t.Errorf("error names vertex %q message %q after %d attempts, want broken, 5, 2", pe.Vertex, pe.MessageID, pe.Attempts)

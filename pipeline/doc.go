@@ -32,8 +32,8 @@
 // it was.
 //
 // Event-time watermarks are on by default ([Watermarks] configures them,
-// [WatermarkStore] shares their store, [WithoutWatermarks] turns them off):
-// every message carries the watermark of the vertex that read it, sources
+// their store and whether there are any, in a [WatermarkConfig]): every
+// message carries the watermark of the vertex that read it, sources
 // mark late messages, and [Pipeline.Stats] reports each vertex's watermark.
 //
 // # Storage
@@ -146,6 +146,6 @@
 // FromChannel, FromSeq, FromSlice and FromMessages are not: their data is
 // in the process, so after a restart they start from their beginning
 // (FromSlice hands over its whole slice again) while the buffers resume.
-// Watermarks are kept in memory (unless [WatermarkStore] says otherwise):
+// Watermarks are kept in memory (unless WatermarkConfig.Store says otherwise):
 // after a restart they start again from the messages read.
 package pipeline

@@ -76,7 +76,7 @@ func ExampleJoin() {
 // Stats reports each vertex's counters, while running or after.
 func ExamplePipeline_Stats() {
 	p := pipeline.New("counted")
-	src := pipeline.Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }, vertex.Count(1000)))
+	src := pipeline.Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }).WithCount(1000))
 	pipeline.Sink(p, "drop", src, vertex.Blackhole[int64]())
 	if err := p.Run(context.Background()); err != nil {
 		fmt.Println(err)

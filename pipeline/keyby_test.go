@@ -40,7 +40,7 @@ func TestKeyByAndTopicEventTimes(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := New("views")
-	src := Source(p, "src", vertex.FromTopic(topic, "g", vertex.EndWhenEmpty(), vertex.PollInterval(20*time.Millisecond)).
+	src := Source(p, "src", vertex.FromTopic(topic, "g").EndWhenEmpty().WithPollInterval(20*time.Millisecond).
 		WithEventTime(func(v view) time.Time { return v.At }))
 	keyed := KeyBy(p, "by-page", src, func(v view) []string { return []string{v.Page} })
 	counts, late := Reduce(p, "per-minute", keyed, vertex.Fixed(time.Minute), vertex.Counting[view]())

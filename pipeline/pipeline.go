@@ -11,7 +11,6 @@ import (
 
 	"github.com/runnel-dev/runnel/forwarder"
 	"github.com/runnel-dev/runnel/vertex"
-	"github.com/runnel-dev/runnel/watermark"
 )
 
 // Pipeline is a graph of vertices under construction, then running. Build
@@ -36,9 +35,7 @@ type config struct {
 	logger       *zap.Logger
 	drainTimeout time.Duration
 	hooks        func(vertex string, replica int) forwarder.Hooks
-	wm           WatermarkConfig // resolved by newConfig
-	wmStore      watermark.Store // nil: a new MemStore per Run
-	wmOff        bool
+	wm           WatermarkConfig      // resolved by newConfig; its Store nil: a new MemStore per Run
 	storage      Storage              // resolved by newConfig: never nil
 	codecs       map[reflect.Type]any // WithCodec: value codecs by type
 	commitEvery  time.Duration        // CommitInterval
@@ -63,7 +60,7 @@ func withHooks(f func(vertex string, replica int) forwarder.Hooks) Option {
 }
 
 func newConfig(opts []Option) (config, error) {
-	c := config{drainTimeout: time.Minute, commitEvery: DefaultCommitInterval}
+	c := config{drainTimeout: time.Minute, commitEvery: defaultCommitInterval}
 	if err := isb.ApplyOptions(&c, "pipeline.Option", opts); err != nil {
 		return c, err
 	}

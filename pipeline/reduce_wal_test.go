@@ -54,8 +54,8 @@ func (c walRun) run(t *testing.T, dir string, got map[string][2]int64) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p := New("rw", append([]Option{WithDataDir(dir)}, c.opts...)...)
-	gen := Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }, vertex.Count(walN), vertex.Keys(walKeys),
-		vertex.EventTimes(func(i int64) time.Time { return walBase.Add(time.Duration(i) * walSpacing) })))
+	gen := Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }).WithCount(walN).WithKeys(walKeys).
+		WithEventTime(func(i int64) time.Time { return walBase.Add(time.Duration(i) * walSpacing) }))
 	var once sync.Once
 	// A small buffer keeps the generator close to the map: it is still
 	// generating when the map cancels.

@@ -71,7 +71,10 @@ func (rt *runtime) replicaConfig(n *node, r int) forwarder.Config {
 // watermark (watermark.Max), which every vertex then reaches; a cancelled
 // pipeline drains the same way without moving watermarks. It returns nil
 // then, or the first error (which stops everything at once, leaving unacked
-// messages uncommitted). A pipeline runs once.
+// messages uncommitted). A pipeline runs once. A replica's failure is a
+// *vertex.ProcessError naming the vertex, the replica and the message; it
+// matches vertex.ErrRetriesExhausted when the vertex's retry policy gave
+// up.
 //
 // User functions, sources and sinks receive a context that ends when the
 // pipeline stops at once (an error, or the DrainTimeout); they must return
@@ -104,7 +107,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if err := p.prepare(rt); err != nil {
 		return errors.Join(err, p.close())
 	}
-	if cfg.hooks == nil && !cfg.wmOff {
+	if cfg.hooks == nil && !cfg.wm.Disabled {
 		if err := p.startWatermarks(rt); err != nil {
 			p.release()
 			return errors.Join(err, p.close())

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/vconfig"
 	"github.com/runnel-dev/runnel/vertex"
 )
 
@@ -36,7 +37,7 @@ func (c *valueCounter) Write(_ context.Context, msgs []vertex.Message[int64]) ([
 // would have left them.
 func prewrite(t *testing.T, c *config, v string, from, to int64) {
 	t.Helper()
-	topic, err := openTopic[int64](c, topicSpec{pipeline: "res", vertex: v, partitions: 1, capacity: vertex.DefaultBufferCapacity})
+	topic, err := openTopic[int64](c, topicSpec{pipeline: "res", vertex: v, partitions: 1, capacity: vconfig.DefaultBufferCapacity})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,8 +87,8 @@ func TestResumedSourceFindsWhatItWrote(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			p := New("res", WithDataDir(dir))
-			gen := Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }, vertex.Count(150)), vertex.BatchSize(20))
-			other := Source(p, "other", vertex.Generator(func(i int64) int64 { return 1000 + i }, vertex.Count(10)))
+			gen := Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }).WithCount(150), vertex.BatchSize(20))
+			other := Source(p, "other", vertex.Generator(func(i int64) int64 { return 1000 + i }).WithCount(10))
 			var a, b, cc valueCounter
 			Sink(p, "a", gen, &a)
 			Sink(p, "b", gen, &b)

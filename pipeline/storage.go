@@ -122,12 +122,13 @@ func WithCodec[T any](c codec.Codec[T]) Option {
 	}
 }
 
-// DefaultCommitInterval is how often durable storage persists the
-// buffers' consumer commits unless CommitInterval says otherwise.
-const DefaultCommitInterval = 20 * time.Millisecond
+// defaultCommitInterval is how often durable storage persists the
+// buffers' consumer commits unless CommitInterval says otherwise (20ms, as
+// CommitInterval's doc states).
+const defaultCommitInterval = 20 * time.Millisecond
 
 // CommitInterval sets how often durable storage persists what each vertex
-// has acknowledged of its input buffer (default DefaultCommitInterval; 0
+// has acknowledged of its input buffer (default 20ms; 0
 // persists every commit before the reader goes on, one checkpoint file
 // write with two fsyncs each). A vertex commits only what it has written
 // durably downstream, so a commit that a crash loses makes the vertex

@@ -24,7 +24,7 @@ func ExampleWithDataDir() {
 
 	runOnce := func(count int64) {
 		p := pipeline.New("orders", pipeline.WithDataDir(dir))
-		ids := pipeline.Source(p, "ids", vertex.Generator(func(i int64) int64 { return 100 + i }, vertex.Count(count)))
+		ids := pipeline.Source(p, "ids", vertex.Generator(func(i int64) int64 { return 100 + i }).WithCount(count))
 		var mu sync.Mutex
 		var got []int64
 		pipeline.Sink(p, "print", ids, vertex.Func(func(_ context.Context, msgs []vertex.Message[int64]) error {

@@ -38,7 +38,7 @@ func TestStorageOptionsRefused(t *testing.T) {
 
 // ackedSlice is a slice source that records what the pipeline acknowledged.
 type ackedSlice struct {
-	*vertex.SliceSource[int]
+	vertex.Source[int]
 	mu    sync.Mutex
 	acked map[string]bool
 }
@@ -92,7 +92,7 @@ func TestDurablePipelineResumesAfterFailure(t *testing.T) {
 	for i := range vals {
 		vals[i] = i
 	}
-	src := &ackedSlice{SliceSource: vertex.FromSlice(vals), acked: map[string]bool{}}
+	src := &ackedSlice{Source: vertex.FromSlice(vals), acked: map[string]bool{}}
 	if err := run(src, sink); !errors.Is(err, errStop) {
 		t.Fatalf("first run: %v, want the sink's error", err)
 	}

@@ -81,7 +81,7 @@ func TestValidationNamesTheVertex(t *testing.T) {
 			Sink(p, "out", s, vertex.ToChannel[int](nil))
 		}, ErrInvalidOption, "out"},
 		{"bad generator option", func(p *Pipeline) {
-			s := Source(p, "gen", vertex.Generator(func(i int64) int { return 0 }, vertex.Rate(-1)))
+			s := Source(p, "gen", vertex.Generator(func(i int64) int { return 0 }).WithRate(-1))
 			Sink(p, "out", s, sink())
 		}, ErrInvalidOption, "gen"},
 	}

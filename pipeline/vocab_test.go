@@ -86,16 +86,6 @@ func TestNilOptionRefusedEverywhere(t *testing.T) {
 		{"vertex.Option", func() error {
 			return run(func(p *Pipeline) { Sink(p, "out", Source(p, "src", src()), vertex.Blackhole[int](), nil) })
 		}, "vertex: option vertex.Option: must not be nil (option 1 of 1) (got <nil>)"},
-		{"vertex.GeneratorOption", func() error {
-			return run(func(p *Pipeline) {
-				Sink(p, "out", Source(p, "gen", vertex.Generator(func(i int64) int { return 0 }, vertex.Count(1), nil)), vertex.Blackhole[int]())
-			})
-		}, "vertex: option vertex.GeneratorOption: must not be nil (option 2 of 2) (got <nil>)"},
-		{"vertex.TopicSourceOption", func() error {
-			return run(func(p *Pipeline) {
-				Sink(p, "out", Source(p, "src", vertex.FromTopic(tp, "g", nil)), vertex.Blackhole[int]())
-			})
-		}, "vertex: option vertex.TopicSourceOption: must not be nil (option 1 of 1) (got <nil>)"},
 		{"pipeline.Option", func() error {
 			p := New("nil", DrainTimeout(0), nil)
 			Sink(p, "out", Source(p, "src", src()), vertex.Blackhole[int]())

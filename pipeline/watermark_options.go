@@ -9,8 +9,17 @@ import (
 )
 
 // WatermarkConfig configures the event-time watermarks a pipeline tracks
-// (see package watermark). Zero fields take the defaults.
+// (see package watermark). Zero fields take the defaults: the zero
+// WatermarkConfig is the pipeline's watermarks without Watermarks.
 type WatermarkConfig struct {
+	// Disabled turns watermarks off: messages carry no watermark, sources
+	// mark nothing late, and nothing is published (the benchmark
+	// baseline). The other fields are still validated.
+	Disabled bool
+	// Store keeps the watermarks (default: a new watermark.MemStore of
+	// the pipeline's own, per Run). Pipelines sharing a store must not
+	// share vertex names.
+	Store watermark.Store
 	// MaxDelay is how late an event may arrive at a source and still not
 	// be late: a source's watermark trails the smallest event time of each
 	// batch it reads by MaxDelay (default 0).
@@ -61,19 +70,10 @@ const (
 	defaultWatermarkThrottle      = 10 * time.Millisecond
 )
 
-// Watermarks configures the pipeline's watermarks (on by default, with
-// the zero WatermarkConfig).
+// Watermarks configures the pipeline's watermarks: where they are kept,
+// how they advance, or that there are none (on by default, with the zero
+// WatermarkConfig). A later Watermarks replaces an earlier one whole.
 func Watermarks(c WatermarkConfig) Option { return func(o *config) { o.wm = c } }
-
-// WatermarkStore makes the pipeline keep its watermarks in s instead of a
-// new in-memory store of its own (watermark.MemStore). Pipelines sharing
-// a store must not share vertex names.
-func WatermarkStore(s watermark.Store) Option { return func(o *config) { o.wmStore = s } }
-
-// WithoutWatermarks turns watermarks off: messages carry no watermark,
-// sources mark nothing late, and nothing is published (the benchmark
-// baseline).
-func WithoutWatermarks() Option { return func(o *config) { o.wmOff = true } }
 
 // resolve validates c once and fills in the defaults; bad fields are an
 // ErrInvalidOption naming the field.

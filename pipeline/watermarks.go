@@ -70,7 +70,7 @@ func (vw *vertexWatermarks) watermark() time.Time {
 // error, what was started is stopped.
 func (p *Pipeline) startWatermarks(rt *runtime) error {
 	c := rt.cfg.wm
-	store := rt.cfg.wmStore
+	store := c.Store
 	if store == nil {
 		store = watermark.NewMemStore()
 	}

@@ -58,14 +58,14 @@ func (s *wmSink) Write(_ context.Context, msgs []vertex.Message[int]) ([]vertex.
 // Watermarks are on by default: the source marks a message behind its
 // watermark late, and reports in Stats the final watermark (watermark.Max)
 // once it is exhausted, as the sink does once the end of stream reached it.
-// WithoutWatermarks turns all of it off.
+// WatermarkConfig.Disabled turns all of it off.
 func TestWatermarksDefaultOnAndOff(t *testing.T) {
 	at := func(sec int64) time.Time { return time.Unix(sec, 0) }
 	msgs := []vertex.Message[int]{{ID: "a", EventTime: at(100)}, {ID: "b", EventTime: at(200)}, {ID: "late", EventTime: at(150)}}
 	for _, off := range []bool{false, true} {
 		var opts []Option
 		if off {
-			opts = append(opts, WithoutWatermarks())
+			opts = append(opts, Watermarks(WatermarkConfig{Disabled: true}))
 		}
 		p := New("wm-default", opts...)
 		sink := &wmSink{}
@@ -186,7 +186,7 @@ func testTopicSourceEmptyPartition(t *testing.T, replicas int) {
 		t.Fatal(err)
 	}
 	p := New("wm-topic")
-	src := vertex.FromTopic(topic, "g", vertex.PollInterval(10*time.Millisecond))
+	src := vertex.FromTopic(topic, "g").WithPollInterval(10 * time.Millisecond)
 	sink := &wmSink{}
 	Sink(p, "out", Source(p, "src", src, vertex.Replicas(replicas)), vertex.Sink[int](sink))
 	ctx, cancel := context.WithCancel(context.Background())

@@ -20,7 +20,7 @@ func ExampleCondition() {
 
 // A generator of 5 keyed messages, read in batches of 2.
 func ExampleGenerator() {
-	g := vertex.Generator(func(i int64) string { return fmt.Sprint("event-", i) }, vertex.Count(5), vertex.Keys(2))
+	g := vertex.Generator(func(i int64) string { return fmt.Sprint("event-", i) }).WithCount(5).WithKeys(2)
 	for {
 		msgs, err := g.Read(context.Background(), 2)
 		if err != nil {

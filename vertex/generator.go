@@ -2,7 +2,6 @@ package vertex
 
 import (
 	"context"
-	"github.com/runnel-dev/runnel/isb"
 	"io"
 	"math"
 	"strconv"
@@ -10,31 +9,12 @@ import (
 	"time"
 )
 
-// GeneratorOption configures [Generator].
-type GeneratorOption func(*genConfig)
-
+// genConfig is what the generator's With methods set.
 type genConfig struct {
 	rate      float64 // messages per second over all replicas, 0 unlimited
 	count     int64   // messages in total, 0 unlimited
 	keys      int     // distinct keys, 0 none
 	eventTime func(i int64) time.Time
-}
-
-// Rate limits the generator to perSecond messages per second over all
-// replicas (default unlimited). The interval between two messages,
-// 1/perSecond seconds, must fit a [time.Duration] (about 292 years), so
-// Validate refuses a rate below about 1.08e-10.
-func Rate(perSecond float64) GeneratorOption { return func(c *genConfig) { c.rate = perSecond } }
-
-// Count ends the generator after n messages (default unlimited).
-func Count(n int64) GeneratorOption { return func(c *genConfig) { c.count = n } }
-
-// Keys gives message i the single key "k<i mod n>" (default: no keys).
-func Keys(n int) GeneratorOption { return func(c *genConfig) { c.keys = n } }
-
-// EventTimes sets the event time of message i (default: the time it is read).
-func EventTimes(f func(i int64) time.Time) GeneratorOption {
-	return func(c *genConfig) { c.eventTime = f }
 }
 
 // maxWait is the longest Duration as a float64 that converts back exactly
@@ -43,12 +23,11 @@ var maxWait = math.Nextafter(math.MaxInt64, 0)
 
 // GeneratorSource is the [Source] returned by [Generator].
 type GeneratorSource[T any] struct {
-	value  func(i int64) T
-	cfg    genConfig
-	optErr error      // a nil option, reported by Validate
-	keys   [][]string // keys[i%n], shared by the messages of one key
-	next   atomic.Int64
-	start  atomic.Int64 // unix nanoseconds of the first Read, for the rate
+	value func(i int64) T
+	cfg   genConfig
+	keys  [][]string // keys[i%n], shared by the messages of one key
+	next  atomic.Int64
+	start atomic.Int64 // unix nanoseconds of the first Read, for the rate
 	// base is the first message of this run (Resume's position): the rate
 	// counts from it, so a resumed run is not held back for as long as the
 	// earlier runs lasted.
@@ -61,14 +40,42 @@ type GeneratorSource[T any] struct {
 
 // Generator returns a source of the messages value(0), value(1), ... with
 // IDs "0", "1", ... It is safe for concurrent use by replicas, which share
-// the sequence, the count and the rate. Bad options are reported by
-// Validate, which the pipeline calls before it starts.
-func Generator[T any](value func(i int64) T, opts ...GeneratorOption) *GeneratorSource[T] {
-	g := &GeneratorSource[T]{value: value}
-	// A nil option is reported by Validate, like every bad option.
-	g.optErr = isb.ApplyOptions(&g.cfg, "vertex.GeneratorOption", opts)
-	if g.cfg.keys > 0 {
-		g.keys = make([][]string, g.cfg.keys)
+// the sequence, the count and the rate. Without configuration it generates
+// forever, as fast as it is read, messages without keys whose event time is
+// the time they are read; its With methods, chained after Generator, change
+// that:
+//
+//	src := vertex.Generator(newReading).WithCount(1000).WithRate(200).WithKeys(8)
+//
+// Bad values are reported by Validate, which the pipeline calls before it
+// starts.
+func Generator[T any](value func(i int64) T) *GeneratorSource[T] {
+	return &GeneratorSource[T]{value: value}
+}
+
+// WithCount ends the generator (io.EOF) after n messages (default
+// unlimited). It returns g, like every With method of the generator, which
+// must be called before the pipeline runs.
+func (g *GeneratorSource[T]) WithCount(n int64) *GeneratorSource[T] {
+	g.cfg.count = n
+	return g
+}
+
+// WithRate limits the generator to perSecond messages per second over all
+// replicas (default unlimited). The interval between two messages,
+// 1/perSecond seconds, must fit a [time.Duration] (about 292 years), so
+// Validate refuses a rate below about 1.08e-10.
+func (g *GeneratorSource[T]) WithRate(perSecond float64) *GeneratorSource[T] {
+	g.cfg.rate = perSecond
+	return g
+}
+
+// WithKeys gives message i the single key "k<i mod n>" (default: no keys).
+func (g *GeneratorSource[T]) WithKeys(n int) *GeneratorSource[T] {
+	g.cfg.keys = n
+	g.keys = nil
+	if n > 0 {
+		g.keys = make([][]string, n)
 		for i := range g.keys {
 			g.keys[i] = []string{"k" + strconv.Itoa(i)}
 		}
@@ -76,29 +83,35 @@ func Generator[T any](value func(i int64) T, opts ...GeneratorOption) *Generator
 	return g
 }
 
-// Validate reports the first bad option as an *OptionError.
+// WithEventTime makes f(i) the event time of message i (default: the time
+// it is read).
+func (g *GeneratorSource[T]) WithEventTime(f func(i int64) time.Time) *GeneratorSource[T] {
+	g.cfg.eventTime = f
+	return g
+}
+
+// Validate reports the first bad value given to a With method (or a nil
+// value function) as an *OptionError naming the method.
 func (g *GeneratorSource[T]) Validate() error {
 	switch {
-	case g.optErr != nil:
-		return g.optErr
 	case g.value == nil:
 		return optionError("Generator", nil, "needs a value function")
 	case g.cfg.rate < 0 || math.IsNaN(g.cfg.rate) || math.IsInf(g.cfg.rate, 0):
-		return optionError("Rate", g.cfg.rate, "must be 0 (unlimited) or a positive finite number")
+		return optionError("WithRate", g.cfg.rate, "must be 0 (unlimited) or a positive finite number")
 	case g.cfg.rate > 0 && float64(time.Second)/g.cfg.rate >= math.MaxInt64:
 		// reserve converts waits of up to one interval to a Duration; a
 		// larger one would overflow int64 into a meaningless wait.
-		return optionError("Rate", g.cfg.rate, "is too small: the interval between two messages (1/rate seconds) must fit a time.Duration, so the rate must be at least about 1.08e-10")
+		return optionError("WithRate", g.cfg.rate, "is too small: the interval between two messages (1/rate seconds) must fit a time.Duration, so the rate must be at least about 1.08e-10")
 	case g.cfg.count < 0:
-		return optionError("Count", g.cfg.count, "must be 0 (unlimited) or positive")
+		return optionError("WithCount", g.cfg.count, "must be 0 (unlimited) or positive")
 	case g.cfg.keys < 0:
-		return optionError("Keys", g.cfg.keys, "must be 0 (no keys) or positive")
+		return optionError("WithKeys", g.cfg.keys, "must be 0 (no keys) or positive")
 	}
 	return nil
 }
 
 // Read returns up to maxN messages, waiting as the rate requires, and
-// io.EOF once Count messages were generated.
+// io.EOF once WithCount's n messages were generated.
 func (g *GeneratorSource[T]) Read(ctx context.Context, maxN int) ([]Message[T], error) {
 	buf := make([]Message[T], maxN)
 	n, err := g.ReadInto(ctx, buf)

@@ -22,7 +22,7 @@ func (fixedState) Save([]byte) error { return nil }
 // is the test's, so the counts are exact.
 func TestGeneratorResumedRateDoesNotStall(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
-	g := Generator(func(i int64) int64 { return i }, Rate(1000))
+	g := Generator(func(i int64) int64 { return i }).WithRate(1000)
 	g.clock = func() time.Time { return now }
 	if err := g.Resume(fixedState{10_000_000}); err != nil {
 		t.Fatal(err)

@@ -58,8 +58,8 @@ type genResume struct {
 // Read. The generator then saves, as the pipeline acknowledges batches,
 // the messages acknowledged (at most every 20ms, and at Close), and on the
 // next run generates every other message from the first one not
-// acknowledged, none of those acknowledged. Count still counts from
-// message 0; Rate counts from the resumed position, so a resumed run
+// acknowledged, none of those acknowledged. WithCount still counts from
+// message 0; WithRate counts from the resumed position, so a resumed run
 // starts at once.
 func (g *GeneratorSource[T]) Resume(store StateStore) error {
 	state, ok, err := store.Load()

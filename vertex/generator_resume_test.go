@@ -67,7 +67,7 @@ func genBatches(t *testing.T, g *vertex.GeneratorSource[int64], n int) [][]strin
 func TestGeneratorResumeSkipsAcknowledged(t *testing.T) {
 	// Acknowledged: below 10, [13, 15), [16, 18) and [20, 30).
 	store := &memState{state: position(10, 13, 15, 16, 18, 20, 30), ok: true}
-	g := vertex.Generator(func(i int64) int64 { return i }, vertex.Count(33))
+	g := vertex.Generator(func(i int64) int64 { return i }).WithCount(33)
 	if err := g.Resume(store); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestGeneratorResumeSkipsAcknowledged(t *testing.T) {
 	// Acknowledged after Resume and before the first Read (the pipeline
 	// acknowledges what it finds an earlier run wrote): skipped too, also
 	// past the position Resume loaded.
-	g = vertex.Generator(func(i int64) int64 { return i }, vertex.Count(33))
+	g = vertex.Generator(func(i int64) int64 { return i }).WithCount(33)
 	if err := g.Resume(&memState{state: position(10, 20, 22), ok: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestGeneratorAckMerges(t *testing.T) {
 func TestGeneratorResume(t *testing.T) {
 	ctx := context.Background()
 	store := &memState{state: binary.LittleEndian.AppendUint64(nil, 40), ok: true}
-	g := vertex.Generator(func(i int64) int64 { return i * 10 }, vertex.Count(100))
+	g := vertex.Generator(func(i int64) int64 { return i * 10 }).WithCount(100)
 	if err := g.Resume(store); err != nil {
 		t.Fatal(err)
 	}

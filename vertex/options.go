@@ -42,13 +42,6 @@ func option(bit vconfig.Set, f func(*options)) Option {
 	return func(c *options) { f(c); c.Set |= bit }
 }
 
-// Defaults of a vertex without options.
-const (
-	DefaultBatchSize      = 500
-	DefaultConcurrency    = 4
-	DefaultBufferCapacity = 50_000
-)
-
 // Replicas sets how many forwarders run the vertex (default 1). Each owns
 // some partitions of the input buffer, so Partitions must be at least
 // Replicas.
@@ -89,8 +82,9 @@ func PartitionByKey() Option {
 	return option(vconfig.PartitionByKey, func(c *options) { c.PartitionByKey = true })
 }
 
-// Retry sets the retry policy for UDF and sink errors; zero fields take
-// [DefaultRetryPolicy]'s values.
+// Retry sets the retry policy for UDF and sink errors (default: 5
+// attempts, backoff from 10ms to 1s, then FailPipeline); zero fields take
+// the defaults their docs state.
 func Retry(p RetryPolicy) Option { return option(vconfig.Retry, func(c *options) { c.Retry = p }) }
 
 // BufferCapacity bounds the vertex's input buffer (default 50,000 over all

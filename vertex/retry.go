@@ -43,9 +43,6 @@ type RetryPolicy struct {
 	OnExhausted Exhausted
 }
 
-// DefaultRetryPolicy is the policy of a vertex without [Retry].
-var DefaultRetryPolicy = RetryPolicy{MaxAttempts: 5, InitialBackoff: 10 * time.Millisecond, MaxBackoff: time.Second}
-
 // Backoff returns the wait after the given failed attempt (1-based).
 func (p RetryPolicy) Backoff(attempt int) time.Duration {
 	d := p.InitialBackoff

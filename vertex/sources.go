@@ -9,18 +9,20 @@ import (
 	"sync/atomic"
 )
 
-// ChannelSource is the [Source] returned by [FromChannel].
-type ChannelSource[T any] struct {
+// channelSource is the [Source] returned by [FromChannel].
+type channelSource[T any] struct {
 	ch  <-chan T
 	seq atomic.Int64
 }
 
 // FromChannel returns a source of the values received from ch, with IDs
-// "0", "1", ... in receive order; it ends (io.EOF) when ch is closed.
-func FromChannel[T any](ch <-chan T) *ChannelSource[T] { return &ChannelSource[T]{ch: ch} }
+// "0", "1", ... in receive order; it ends (io.EOF) when ch is closed. A
+// read waits for one value, then takes what is ready without waiting. A
+// nil ch, which would block forever, fails validation.
+func FromChannel[T any](ch <-chan T) Source[T] { return &channelSource[T]{ch: ch} }
 
 // Validate reports a nil channel, which would block forever.
-func (s *ChannelSource[T]) Validate() error {
+func (s *channelSource[T]) Validate() error {
 	if s.ch == nil {
 		return optionError("FromChannel", nil, "needs a non-nil channel")
 	}
@@ -28,7 +30,7 @@ func (s *ChannelSource[T]) Validate() error {
 }
 
 // Read waits for one value, then takes what is ready without waiting, up to max.
-func (s *ChannelSource[T]) Read(ctx context.Context, max int) ([]Message[T], error) {
+func (s *channelSource[T]) Read(ctx context.Context, max int) ([]Message[T], error) {
 	var first T
 	select {
 	case <-ctx.Done():
@@ -56,8 +58,8 @@ more:
 	return wrap(vals, base), nil
 }
 
-// SeqSource is the [Source] returned by [FromSeq].
-type SeqSource[T any] struct {
+// seqSource is the [Source] returned by [FromSeq].
+type seqSource[T any] struct {
 	mu   sync.Mutex
 	seq  iter.Seq[T]
 	next func() (T, bool)
@@ -68,12 +70,13 @@ type SeqSource[T any] struct {
 
 // FromSeq returns a source of the values of seq, with IDs "0", "1", ...
 // Replicas take turns pulling from it. seq runs as a coroutine that ctx
-// cannot interrupt, so it should not block for long. Close (which the
-// pipeline calls) stops it.
-func FromSeq[T any](seq iter.Seq[T]) *SeqSource[T] { return &SeqSource[T]{seq: seq} }
+// cannot interrupt, so it should not block for long. The source is an
+// io.Closer, whose Close (which the pipeline calls) stops the sequence. A
+// nil seq fails validation.
+func FromSeq[T any](seq iter.Seq[T]) Source[T] { return &seqSource[T]{seq: seq} }
 
 // Validate reports a nil sequence.
-func (s *SeqSource[T]) Validate() error {
+func (s *seqSource[T]) Validate() error {
 	if s.seq == nil {
 		return optionError("FromSeq", nil, "needs a non-nil iter.Seq")
 	}
@@ -81,7 +84,7 @@ func (s *SeqSource[T]) Validate() error {
 }
 
 // Read returns up to max values, io.EOF after the last.
-func (s *SeqSource[T]) Read(ctx context.Context, max int) ([]Message[T], error) {
+func (s *seqSource[T]) Read(ctx context.Context, max int) ([]Message[T], error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -111,7 +114,7 @@ func (s *SeqSource[T]) Read(ctx context.Context, max int) ([]Message[T], error) 
 }
 
 // Close stops the sequence. It is idempotent.
-func (s *SeqSource[T]) Close() error {
+func (s *seqSource[T]) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stop != nil {
@@ -121,25 +124,25 @@ func (s *SeqSource[T]) Close() error {
 	return nil
 }
 
-// SliceSource is the [Source] returned by [FromSlice] and [FromMessages].
-type SliceSource[T any] struct {
+// sliceSource is the [Source] returned by [FromSlice] and [FromMessages].
+type sliceSource[T any] struct {
 	msgs []Message[T]
 	next atomic.Int64
 }
 
 // FromSlice returns a source of values, with IDs "0", "1", ... (the index).
-func FromSlice[T any](values []T) *SliceSource[T] {
-	return &SliceSource[T]{msgs: wrap(values, 0)}
+func FromSlice[T any](values []T) Source[T] {
+	return &sliceSource[T]{msgs: wrap(values, 0)}
 }
 
 // FromMessages returns a source of msgs as given (IDs, keys, tags, event
 // times and headers included).
-func FromMessages[T any](msgs []Message[T]) *SliceSource[T] {
-	return &SliceSource[T]{msgs: msgs}
+func FromMessages[T any](msgs []Message[T]) Source[T] {
+	return &sliceSource[T]{msgs: msgs}
 }
 
 // Read returns the next up to max messages, io.EOF after the last.
-func (s *SliceSource[T]) Read(ctx context.Context, max int) ([]Message[T], error) {
+func (s *sliceSource[T]) Read(ctx context.Context, max int) ([]Message[T], error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

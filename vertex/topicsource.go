@@ -17,33 +17,18 @@ import (
 // read, or acknowledged already.
 var ErrUnknownAck = errors.New("vertex: ack of a message the source did not deliver")
 
-// TopicSourceOption configures [FromTopic].
-type TopicSourceOption func(*topicSourceConfig)
-
+// topicSourceConfig is what the topic source's With methods and
+// EndWhenEmpty set.
 type topicSourceConfig struct {
 	endWhenEmpty bool
 	poll         time.Duration
 }
 
-// EndWhenEmpty ends the source (io.EOF) at the first read that finds
-// nothing to read in any partition: for a topic written before the
-// pipeline starts. Without it the source waits for new items forever.
-func EndWhenEmpty() TopicSourceOption { return func(c *topicSourceConfig) { c.endWhenEmpty = true } }
-
-// PollInterval is how long a read waits for items before it returns an
-// empty batch (default 100ms): an idle read, which lets the source's
-// watermark advance (see pipeline.Watermarks) and lets other replicas
-// acknowledge.
-func PollInterval(d time.Duration) TopicSourceOption {
-	return func(c *topicSourceConfig) { c.poll = d }
-}
-
 // TopicSource is the [Source] returned by [FromTopic].
 type TopicSource[T any] struct {
-	topic  *isb.Topic[T]
-	group  string
-	cfg    topicSourceConfig
-	optErr error // a nil option, reported by Validate
+	topic *isb.Topic[T]
+	group string
+	cfg   topicSourceConfig
 	// eventTime and keys, when set (WithEventTime, WithKeys), give each
 	// message its event time and keys from its item.
 	eventTime func(T) time.Time
@@ -89,22 +74,20 @@ type span struct {
 // whose commit is behind another's is not judged late on the other's
 // watermark. A wrapper that changes the IDs must say itself which
 // partition a batch came from.
-func FromTopic[T any](topic *isb.Topic[T], group string, opts ...TopicSourceOption) *TopicSource[T] {
-	s := &TopicSource[T]{topic: topic, group: group, cfg: topicSourceConfig{poll: 100 * time.Millisecond}, spans: map[int][]span{}}
-	// A nil option is reported by Validate, like every bad option.
-	s.optErr = isb.ApplyOptions(&s.cfg, "vertex.TopicSourceOption", opts)
-	return s
+//
+// The source's With methods and EndWhenEmpty, chained after FromTopic,
+// configure it; each returns the source and must be called before the
+// pipeline runs:
+//
+//	src := vertex.FromTopic(topic, "views").WithEventTime(View.Time).WithKeys(View.PageKey)
+func FromTopic[T any](topic *isb.Topic[T], group string) *TopicSource[T] {
+	return &TopicSource[T]{topic: topic, group: group, cfg: topicSourceConfig{poll: 100 * time.Millisecond}, spans: map[int][]span{}}
 }
 
 // WithEventTime makes the event time of each message f(item), for a topic
 // whose items carry their own time (a zero time falls back to the read
-// time). It returns s, to be chained after FromTopic:
-//
-//	src := vertex.FromTopic(topic, "views").WithEventTime(View.Time).WithKeys(View.PageKey)
-//
-// It is a method rather than a TopicSourceOption because it is typed by
-// the topic's item: the compiler checks f against the topic, as it checks
-// the types of connected vertices. Call it before the pipeline runs.
+// time). f is typed by the topic's item: the compiler checks it against
+// the topic, as it checks the types of connected vertices.
 func (s *TopicSource[T]) WithEventTime(f func(item T) time.Time) *TopicSource[T] {
 	s.eventTime = f
 	return s
@@ -112,30 +95,46 @@ func (s *TopicSource[T]) WithEventTime(f func(item T) time.Time) *TopicSource[T]
 
 // WithKeys makes the keys of each message f(item), so that a reduce
 // downstream groups by them without a FlatMap to set them (the slice is
-// the message's: f must not change it afterwards). It returns s, like
-// WithEventTime.
+// the message's: f must not change it afterwards).
 func (s *TopicSource[T]) WithKeys(f func(item T) []string) *TopicSource[T] {
 	s.keys = f
 	return s
 }
 
-// Validate reports a nil topic, an empty group or a bad PollInterval.
+// WithPollInterval sets how long a read waits for items before it returns
+// an empty batch (default 100ms): an idle read, which lets the source's
+// watermark advance (see pipeline.Watermarks) and lets other replicas
+// acknowledge.
+func (s *TopicSource[T]) WithPollInterval(d time.Duration) *TopicSource[T] {
+	s.cfg.poll = d
+	return s
+}
+
+// EndWhenEmpty ends the source (io.EOF) at the first read that finds
+// nothing to read in any partition: for a topic written before the
+// pipeline starts. Without it the source waits for new items forever.
+func (s *TopicSource[T]) EndWhenEmpty() *TopicSource[T] {
+	s.cfg.endWhenEmpty = true
+	return s
+}
+
+// Validate reports a nil topic, an empty group or a poll interval that is
+// not positive.
 func (s *TopicSource[T]) Validate() error {
 	switch {
-	case s.optErr != nil:
-		return s.optErr
 	case s.topic == nil:
 		return optionError("FromTopic", nil, "needs a non-nil topic")
 	case s.group == "":
 		return optionError("FromTopic", s.group, "needs a consumer group name")
 	case s.cfg.poll <= 0:
-		return optionError("PollInterval", s.cfg.poll, "must be positive")
+		return optionError("WithPollInterval", s.cfg.poll, "must be positive")
 	}
 	return nil
 }
 
 // Read returns up to max items of one partition, an empty batch when none
-// came within the PollInterval, or io.EOF (EndWhenEmpty).
+// came within the poll interval (WithPollInterval), or io.EOF
+// (EndWhenEmpty).
 func (s *TopicSource[T]) Read(ctx context.Context, max int) ([]Message[T], error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -161,7 +160,7 @@ func (s *TopicSource[T]) Read(ctx context.Context, max int) ([]Message[T], error
 	return out, nil
 }
 
-// pull waits up to the PollInterval for a batch and turns it into
+// pull waits up to the poll interval for a batch and turns it into
 // messages in s.left.
 func (s *TopicSource[T]) pull(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.poll)

@@ -44,7 +44,7 @@ func TestTopicSourceResumesAfterAcks(t *testing.T) {
 	if err := topic.Producer(nil).ProduceBatch(ctx, vals); err != nil {
 		t.Fatal(err)
 	}
-	src := vertex.FromTopic(topic, "g", vertex.EndWhenEmpty())
+	src := vertex.FromTopic(topic, "g").EndWhenEmpty()
 	if err := src.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestTopicSourceResumesAfterAcks(t *testing.T) {
 	}
 	topic = open()
 	defer topic.Close()
-	src = vertex.FromTopic(topic, "g", vertex.EndWhenEmpty())
+	src = vertex.FromTopic(topic, "g").EndWhenEmpty()
 	defer src.Close()
 	var got []string
 	for {
@@ -125,7 +125,7 @@ func TestTopicSourceSmallerMaxKeepsTheRest(t *testing.T) {
 	if err := topic.Producer(nil).ProduceBatch(ctx, []int{0, 1, 2, 3, 4, 5, 6, 7, 8}); err != nil {
 		t.Fatal(err)
 	}
-	src := vertex.FromTopic(topic, "g", vertex.EndWhenEmpty())
+	src := vertex.FromTopic(topic, "g").EndWhenEmpty()
 	defer src.Close()
 	// The consumer pulls 5 at a time; reads asking for 2 hand a pull on
 	// in pieces, contiguous, and each piece is acknowledged on its own.
@@ -158,7 +158,7 @@ func TestTopicSourceSmallerMaxKeepsTheRest(t *testing.T) {
 func TestTopicSourceValidate(t *testing.T) {
 	cases := map[string]*vertex.TopicSource[int]{
 		"nil topic":     vertex.FromTopic[int](nil, "g"),
-		"zero interval": vertex.FromTopic(&isb.Topic[int]{}, "g", vertex.PollInterval(0)),
+		"zero interval": vertex.FromTopic(&isb.Topic[int]{}, "g").WithPollInterval(0),
 		"no group":      vertex.FromTopic(&isb.Topic[int]{}, ""),
 	}
 	for name, s := range cases {
@@ -198,7 +198,7 @@ func TestTopicSourceEventTimeAndKeys(t *testing.T) {
 	if err := topic.Producer(nil).ProduceBatch(ctx, items); err != nil {
 		t.Fatal(err)
 	}
-	src := vertex.FromTopic(topic, "g", vertex.EndWhenEmpty()).
+	src := vertex.FromTopic(topic, "g").EndWhenEmpty().
 		WithEventTime(func(v view) time.Time { return v.At }).
 		WithKeys(func(v view) []string { return []string{v.Page} })
 	defer src.Close()

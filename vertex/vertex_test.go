@@ -82,8 +82,8 @@ func readAll[T any](t *testing.T, s Source[T], batch int) []Message[T] {
 
 func TestGenerator(t *testing.T) {
 	base := time.Unix(1000, 0)
-	g := Generator(func(i int64) int64 { return i * i }, Count(10), Keys(3),
-		EventTimes(func(i int64) time.Time { return base.Add(time.Duration(i) * time.Second) }))
+	g := Generator(func(i int64) int64 { return i * i }).WithCount(10).WithKeys(3).
+		WithEventTime(func(i int64) time.Time { return base.Add(time.Duration(i) * time.Second) })
 	if err := g.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +98,8 @@ func TestGenerator(t *testing.T) {
 		}
 	}
 	for _, bad := range []*GeneratorSource[int]{
-		Generator[int](nil), Generator(func(int64) int { return 0 }, Rate(-1)),
-		Generator(func(int64) int { return 0 }, Count(-1)), Generator(func(int64) int { return 0 }, Keys(-2)),
+		Generator[int](nil), Generator(func(int64) int { return 0 }).WithRate(-1),
+		Generator(func(int64) int { return 0 }).WithCount(-1), Generator(func(int64) int { return 0 }).WithKeys(-2),
 	} {
 		if err := bad.Validate(); !errors.Is(err, isb.ErrInvalidOption) {
 			t.Errorf("Validate: %v, want ErrInvalidOption", err)
@@ -110,7 +110,7 @@ func TestGenerator(t *testing.T) {
 // A rate-limited generator does not run ahead: after the first message,
 // the next waits for its due time, and a cancelled Read returns at once.
 func TestGeneratorRate(t *testing.T) {
-	g := Generator(func(i int64) int { return int(i) }, Rate(1))
+	g := Generator(func(i int64) int { return int(i) }).WithRate(1)
 	ms, err := g.Read(context.Background(), 100)
 	if err != nil || len(ms) != 1 {
 		t.Fatalf("first Read: %d messages, %v; want 1", len(ms), err)
@@ -128,16 +128,16 @@ func TestGeneratorRate(t *testing.T) {
 // into a busy loop.
 func TestGeneratorRateRange(t *testing.T) {
 	for _, r := range []float64{1e-12, 1e-10} {
-		err := Generator(func(int64) int { return 0 }, Rate(r)).Validate()
+		err := Generator(func(int64) int { return 0 }).WithRate(r).Validate()
 		var oe *OptionError
-		if !errors.Is(err, isb.ErrInvalidOption) || !errors.As(err, &oe) || oe.Option != "Rate" || oe.Value != r {
-			t.Errorf("Validate with Rate(%g) = %v; want an *OptionError naming Rate and %g", r, err, r)
+		if !errors.Is(err, isb.ErrInvalidOption) || !errors.As(err, &oe) || oe.Option != "WithRate" || oe.Value != r {
+			t.Errorf("Validate with WithRate(%g) = %v; want an *OptionError naming WithRate and %g", r, err, r)
 		}
 	}
 	const slowest = 1.1e-10 // an interval of about 290 years
-	g := Generator(func(i int64) int { return int(i) }, Rate(slowest))
+	g := Generator(func(i int64) int { return int(i) }).WithRate(slowest)
 	if err := g.Validate(); err != nil {
-		t.Fatalf("Validate with Rate(%g) = %v; want nil", slowest, err)
+		t.Fatalf("Validate with WithRate(%g) = %v; want nil", slowest, err)
 	}
 	if _, n, wait := g.reserve(10); n != 1 || wait != 0 {
 		t.Fatalf("first reserve: %d messages, wait %v; want 1 at once", n, wait)
@@ -166,19 +166,19 @@ func TestSliceChannelAndSeqSources(t *testing.T) {
 	if got := readAll[int](t, seq, 2); len(got) != 3 || got[1].Value != 8 || got[1].ID != "1" {
 		t.Fatalf("seq: %+v", got)
 	}
-	_ = seq.Close()
+	_ = seq.(io.Closer).Close()
 	// Closing a half-read sequence ends its coroutine (goleak checks).
 	half := FromSeq(slices.Values([]int{1, 2, 3}))
 	if _, err := half.Read(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := half.Close(); err != nil {
+	if err := half.(io.Closer).Close(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := half.Read(context.Background(), 1); !errors.Is(err, io.EOF) {
 		t.Fatalf("Read after Close: %v, want io.EOF", err)
 	}
-	if err := FromChannel[int](nil).Validate(); !errors.Is(err, isb.ErrInvalidOption) {
+	if err := FromChannel[int](nil).(interface{ Validate() error }).Validate(); !errors.Is(err, isb.ErrInvalidOption) {
 		t.Fatalf("nil channel: %v", err)
 	}
 }
@@ -219,7 +219,7 @@ func TestDerive(t *testing.T) {
 
 // ReadInto overwrites every field of a reused buffer.
 func TestGeneratorReadIntoReusesBuffer(t *testing.T) {
-	g := Generator(func(i int64) int { return int(i) }, Count(4))
+	g := Generator(func(i int64) int { return int(i) }).WithCount(4)
 	buf := make([]Message[int], 3)
 	buf[0] = Message[int]{Tags: []string{"stale"}, Late: true, Watermark: time.Unix(9, 0)}
 	n, err := g.ReadInto(context.Background(), buf)

@@ -73,7 +73,7 @@ func run(ctx context.Context, w io.Writer, logger *zap.Logger) error {
 			f += 40
 		}
 		return reading{Sensor: int(i % 8), F: f}
-	}, vertex.Rate(2000), vertex.Keys(8))
+	}).WithRate(2000).WithKeys(8)
 	readings := pipeline.Source(p, "readings", gen, vertex.BatchSize(100))
 
 	celsius := pipeline.FlatMap(p, "celsius", readings, func(_ context.Context, m vertex.Message[reading]) ([]vertex.Message[float64], error) {

@@ -8,6 +8,21 @@
 // vertex.FullMode (see forwarder.Options).
 package vconfig
 
+import "time"
+
+// The defaults of a vertex without options, stated in the docs of vertex's
+// options (BatchSize, Concurrency, BufferCapacity) and of RetryPolicy's
+// fields; forwarder.NewOptions applies them.
+const (
+	DefaultBatchSize      = 500
+	DefaultConcurrency    = 4
+	DefaultBufferCapacity = 50_000
+
+	DefaultMaxAttempts    = 5
+	DefaultInitialBackoff = 10 * time.Millisecond
+	DefaultMaxBackoff     = time.Second
+)
+
 // Config is a vertex's configuration.
 type Config[R, F any] struct {
 	Replicas       int   // replicas (forwarders) of the vertex
