@@ -117,8 +117,34 @@ type ReduceSpec[In, S, Out any] struct {
 // below the watermark.)
 func RunReduce[In, S, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[vertex.Windowed[Out]], spec ReduceSpec[In, S, Out]) error {
 	if spec.Log != nil {
-		cfg.Options.Concurrency = 1 // one shard: each partition's entries in offset order (see ReduceLog)
+		// One shard: each partition's entries in offset order (see
+		// ReduceLog). Package pipeline refuses a Concurrency above 1 for a
+		// reduce on durable storage, so only a caller of this package
+		// sees the option not used.
+		cfg.Options.Concurrency = 1
 	}
+	rp := newReplica(hard, stop, cfg, in)
+	red := newReduceReplica(cfg, spec)
+	if spec.Log != nil {
+		if err := red.recover(in.Consumer.Assigned()); err != nil {
+			return asProcessError(cfg, err)
+		}
+	}
+	red.r = rp.r
+	red.w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, red.watermark)
+	red.late = NewWriter(spec.Late, cfg.Counters, cfg.Hooks.Publisher, red.watermark)
+	// One shard per worker, dispatched by key hash; with a log, a chunk
+	// is acked once its entries are durable.
+	rp.stage = stage[In]{mode: chunkByKey, out: red, stages: spec.Log != nil}
+	for _, sh := range red.shards {
+		rp.stage.handlers = append(rp.stage.handlers, sh.handle)
+	}
+	return rp.run()
+}
+
+// newReduceReplica returns the state of a reduce replica, with one shard
+// per worker.
+func newReduceReplica[In, S, Out any](cfg Config, spec ReduceSpec[In, S, Out]) *reduceReplica[In, S, Out] {
 	red := &reduceReplica[In, S, Out]{cfg: cfg, spec: spec, lateness: int64(spec.Window.AllowedLateness)}
 	// Session ids start at the clock, so that a restart never reuses the id
 	// of a session closed (and compacted away) before it.
@@ -127,36 +153,13 @@ func RunReduce[In, S, Out any](hard, stop context.Context, cfg Config, in Input[
 	if spec.Log != nil && spec.Log.SessionIDs != nil {
 		red.ids = spec.Log.SessionIDs // the vertex's, set by the caller
 	}
-	workers := cfg.Options.Concurrency
-	red.shards = make([]*reduceShard[In, S, Out], workers)
+	red.shards = make([]*reduceShard[In, S, Out], cfg.Options.Concurrency)
 	for i := range red.shards {
 		red.shards[i] = &reduceShard[In, S, Out]{red: red, set: newWindowSet(spec.Window, spec.Reducer.ops, red.newSessionID),
 			wm: math.MinInt64, out: &WriteBuffer[vertex.Windowed[Out]]{}, lateBuf: &WriteBuffer[In]{}}
 		red.shards[i].oldest.Store(math.MaxInt64)
 	}
-	if spec.Log != nil {
-		if err := red.recover(in.Consumer.Assigned()); err != nil {
-			return asProcessError(cfg, err)
-		}
-	}
-	made := 0
-	parts := replicaParts[In]{
-		mode: chunkByKey, // one shard per worker: dispatch by key hash
-		out:  func() output { return red },
-		newStaged: func(r *reader[In]) stagedHandler[In] {
-			if red.r == nil {
-				red.r = r
-				red.w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, red.watermark)
-				red.late = NewWriter(spec.Late, cfg.Counters, cfg.Hooks.Publisher, red.watermark)
-			}
-			sh := red.shards[made]
-			made++
-			return sh.handle
-		},
-		loop: red.tickLoop,
-		end:  red.end,
-	}
-	return runReplicaParts(hard, stop, cfg, in, parts)
+	return red
 }
 
 // reduceReplica is the state of one reduce replica.
@@ -202,7 +205,7 @@ type reduceShard[In, S, Out any] struct {
 	gcs     []wal.Window
 }
 
-// handle adds a chunk's messages to the shard's windows and sends the late
+// handle is the shard's worker's handler: it adds a chunk's messages to the shard's windows and sends the late
 // ones to the late stream. Each message is judged late or not against the
 // watermark it was read with: before it is added, the windows that
 // watermark closes are closed (and their results written), so it never
@@ -214,7 +217,7 @@ type reduceShard[In, S, Out any] struct {
 // they are durable, while the worker goes on with the next chunks (see
 // staged_worker.go; the group commit shares one fsync among the chunks
 // appended meanwhile). Without one, the chunk is acked when handle returns.
-func (sh *reduceShard[In, S, Out]) handle(ctx context.Context, chunk []inflight[In]) (pendingWrite, error) {
+func (sh *reduceShard[In, S, Out]) handle(ctx context.Context, chunk []inflight[In]) (completion, error) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.lates = sh.lates[:0]
@@ -451,24 +454,21 @@ func (red *reduceReplica[In, S, Out]) watermark() time.Time {
 // idle interval each shard is raised to the reader's watermark (which is
 // never above a message still in flight, so a message waiting for its
 // shard is judged late or not on its own watermark, not on a later one).
-func (red *reduceReplica[In, S, Out]) tickLoop(ctx context.Context) {
+func (red *reduceReplica[In, S, Out]) tickLoop(ctx context.Context) error {
 	if red.cfg.Hooks.Fetcher == nil {
-		return // no watermarks: windows close at the end of stream only
+		return nil // no watermarks: windows close at the end of stream only
 	}
-	onTicks(ctx, red.cfg.Hooks.idleInterval(), func() bool {
+	return onTicks(ctx, red.cfg.Hooks.idleInterval(), func() error {
 		w := red.r.watermark()
 		if w.IsZero() {
-			return true
+			return nil
 		}
 		for _, sh := range red.shards {
 			if err := sh.raise(ctx, w.UnixNano()); err != nil {
-				if ctx.Err() == nil && red.cfg.Fail != nil {
-					red.cfg.Fail(asProcessError(red.cfg, err))
-				}
-				return false
+				return err
 			}
 		}
-		return true
+		return nil
 	})
 }
 
@@ -483,11 +483,11 @@ func (sh *reduceShard[In, S, Out]) raise(ctx context.Context, wm int64) error {
 	return sh.closeUpTo(ctx, wm)
 }
 
-// end closes the windows once the input has ended: a Final end has the
+// endInput closes the windows once the input has ended: a Final end has the
 // maximum watermark, which closes every window; after a Stopped end every
 // open window is emitted as it is (see RunReduce). Every shard is raised,
 // so the results are written before the replica ends its output.
-func (red *reduceReplica[In, S, Out]) end(ctx context.Context, kind EndKind) error {
+func (red *reduceReplica[In, S, Out]) endInput(ctx context.Context, kind EndKind) error {
 	if kind == Stopped && red.spec.Log != nil {
 		return red.closeOutOnStop(ctx) // the log keeps the open windows, unless EmitOnStop
 	}
@@ -510,7 +510,7 @@ func (red *reduceReplica[In, S, Out]) WriteEnd(ctx context.Context, processor st
 
 // idleLoop implements output for both writers: an idle partition of the
 // late stream's edges gets its control message from the late writer.
-func (red *reduceReplica[In, S, Out]) idleLoop(ctx context.Context, idle IdlePublisher, every time.Duration, fail func(error)) {
+func (red *reduceReplica[In, S, Out]) idleLoop(ctx context.Context, idle IdlePublisher, every time.Duration) error {
 	write := func(ctx context.Context, to string, partition int) (int64, error) {
 		off, err := red.w.WriteControl(ctx, to, partition)
 		if errors.Is(err, ErrNoSuchEdge) {
@@ -518,5 +518,5 @@ func (red *reduceReplica[In, S, Out]) idleLoop(ctx context.Context, idle IdlePub
 		}
 		return off, err
 	}
-	runIdleLoop(ctx, idle, every, red.watermark, write, fail)
+	return runIdleLoop(ctx, idle, every, red.watermark, write)
 }

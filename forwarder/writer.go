@@ -390,40 +390,40 @@ func (w *Writer[T]) control(ctx context.Context, e *edgeWriter[T], partition int
 var controlTags = []string{ControlTag}
 
 // idleLoop calls the publisher's idle hook every interval until ctx ends,
-// with the replica's watermark. A hook error fails the replica through
-// fail unless ctx ended.
-func (w *Writer[T]) idleLoop(ctx context.Context, idle IdlePublisher, every time.Duration, fail func(error)) {
-	runIdleLoop(ctx, idle, every, w.wm, w.WriteControl, fail)
+// with the replica's watermark. It returns the hook's first error (nil
+// once ctx ended).
+func (w *Writer[T]) idleLoop(ctx context.Context, idle IdlePublisher, every time.Duration) error {
+	return runIdleLoop(ctx, idle, every, w.wm, w.WriteControl)
 }
 
 // runIdleLoop is the idle loop of a replica whose watermark is wm (nil:
 // none) and whose control messages write writes.
-func runIdleLoop(ctx context.Context, idle IdlePublisher, every time.Duration, wmOf func() time.Time, write ControlWriter, fail func(error)) {
-	onTicks(ctx, every, func() bool {
+func runIdleLoop(ctx context.Context, idle IdlePublisher, every time.Duration, wmOf func() time.Time, write ControlWriter) error {
+	return onTicks(ctx, every, func() error {
 		var wm time.Time
 		if wmOf != nil {
 			wm = wmOf()
 		}
-		if err := idle.Idle(ctx, wm, write); err != nil && ctx.Err() == nil && fail != nil {
-			fail(err)
-			return false
-		}
-		return true
+		return idle.Idle(ctx, wm, write)
 	})
 }
 
-// onTicks calls f every interval until ctx ends or f returns false.
-func onTicks(ctx context.Context, every time.Duration, f func() bool) {
+// onTicks calls f every interval until ctx ends or f fails. It returns f's
+// error, or nil when ctx ended (an error then is the end's consequence).
+func onTicks(ctx context.Context, every time.Duration, f func() error) error {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-t.C:
 		}
-		if !f() {
-			return
+		if err := f(); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
 		}
 	}
 }
