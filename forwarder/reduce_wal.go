@@ -68,7 +68,16 @@ import (
 //     partition is in the log already (in an open window, or in one
 //     emitted and compacted away): it is acked without being added again.
 //     This needs each partition's entries in offset order, so a replica
-//     with a log runs one shard (Options.Concurrency is not used).
+//     with a log runs one shard: RunReduce does not use
+//     Options.Concurrency, and package pipeline refuses a Concurrency above
+//     1 for a reduce on durable storage. Shards appending concurrently
+//     would interleave a partition's offsets in its log, and a crash that
+//     left a later entry durable and an earlier one not would make the
+//     restart skip the earlier message (a loss). Running several shards
+//     would need a partition's entries merged in offset order across them
+//     before each append, a barrier per read batch that would take back
+//     most of what the shards gain: adding a message to a window costs
+//     little beside encoding, logging and syncing it.
 //   - Closing windows writes their results, then appends a GC event. A
 //     crash between the two re-emits those windows after the restart, from
 //     the same messages in the same order: the same result IDs and values

@@ -119,7 +119,8 @@ func MaxInFlight(n int) Option {
 }
 
 // Concurrency sets how many UDF calls (or sink writes) a replica runs at
-// once (default 4).
+// once (default 4). A reduce on durable storage runs one at a time and
+// refuses more (see pipeline.Reduce).
 func Concurrency(n int) Option {
 	return option(givenConcurrency, func(c *Config) { c.Concurrency = n })
 }
