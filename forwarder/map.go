@@ -35,7 +35,7 @@ func FromValueFunc[In, Out any](fn func(context.Context, In) (Out, error)) Appen
 // RunMap runs one replica of a map vertex: fn is called for every input
 // (concurrently up to Options.Concurrency, in order per key with
 // Options.OrderByKey) and a chunk's inputs are acked once all their outputs
-// are written to edges. See runReplica for hard and stop.
+// are written to edges. See replica.run for hard and stop.
 func RunMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn AppendFunc[In, Out]) error {
 	rp := newReplica(hard, stop, cfg, in)
 	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, rp.r.watermark)

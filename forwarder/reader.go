@@ -313,15 +313,6 @@ func (r *reader[T]) recycle(items []inflight[T]) {
 	r.pool.Put(b)
 }
 
-// pooledBatch returns an empty batch from the reader's pool (a new one
-// when the pool has none).
-func (r *reader[T]) pooledBatch() *batchBuf[T] {
-	if b, _ := r.pool.Get().(*batchBuf[T]); b != nil {
-		return b
-	}
-	return &batchBuf[T]{items: make([]inflight[T], 0, r.batch)}
-}
-
 // nack gives up on items without acking them: they stay tracked, so the
 // partition's commit stays below them and they are read again after a
 // restart (durable storage).

@@ -1,14 +1,12 @@
 package forwarder
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/runnel-dev/runnel/internal/keys"
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/vertex"
 )
@@ -109,7 +107,7 @@ type replica[T any] struct {
 }
 
 // newReplica returns the replica's reader and state; the caller sets the
-// stage before run. See runReplica for hard and stop.
+// stage before run. See replica.run for hard and stop.
 func newReplica[T any](hard, stop context.Context, cfg Config, in Input[T]) *replica[T] {
 	o := cfg.Options
 	// User functions and sinks learn which replica calls them.
@@ -258,87 +256,6 @@ func (rp *replica[T]) settleStaged(s stagedChunk[T]) error {
 func (rp *replica[T]) abandonStaged(s stagedChunk[T]) {
 	_ = s.write.complete()
 	rp.r.nack(s.chunk)
-}
-
-// dispatch hands a read batch to the workers (it owns the batch's
-// permits from then on); it returns false once the replica is failing.
-// It runs on the reader's goroutine. What a replica must do to every input
-// before any worker sees it belongs here.
-func (rp *replica[T]) dispatch(items []inflight[T]) bool {
-	switch rp.stage.mode {
-	case chunkWhole:
-		return rp.send(rp.chans[0], items)
-	case chunkByKey:
-		return rp.dispatchByKey(items)
-	}
-	return rp.dispatchSpread(items)
-}
-
-// send hands chunk to the workers of ch, or nacks it once the replica is
-// failing.
-func (rp *replica[T]) send(ch chan []inflight[T], chunk []inflight[T]) bool {
-	select {
-	case ch <- chunk:
-		return true
-	case <-rp.ctx.Done():
-		rp.r.nack(chunk)
-		return false
-	}
-}
-
-// dispatchSpread cuts items into equal chunks for any worker.
-func (rp *replica[T]) dispatchSpread(items []inflight[T]) bool {
-	chunks := cmp.Or(rp.stage.chunks, rp.workers())
-	size := (len(items) + chunks - 1) / chunks
-	for len(items) > 0 {
-		n := min(size, len(items))
-		if !rp.send(rp.chans[0], items[:n:n]) {
-			rp.r.nack(items[n:])
-			return false
-		}
-		items = items[n:]
-	}
-	return rp.ctx.Err() == nil
-}
-
-// dispatchByKey gives each worker the messages of its keys. Each worker's
-// share is copied into a pooled batch of its own, which its acks return to
-// the pool: steady keyed reading does not allocate (a slice per worker and
-// batch cost a reduce vertex 400 B per message).
-func (rp *replica[T]) dispatchByKey(items []inflight[T]) bool {
-	r, per := rp.r, rp.per
-	for i := range items {
-		// The hash the writer routed by, spread over the workers: the
-		// same worker for the same keys in every process, nil and {""}
-		// told apart (internal/keys).
-		k := keys.Spread(keys.Hash(items[i].msg.Keys), len(per))
-		b := per[k]
-		if b == nil {
-			b = r.pooledBatch()
-			per[k] = b
-		}
-		it := items[i]
-		it.owner = b
-		b.items = append(b.items, it)
-	}
-	// The batch is copied out: it goes back to the pool now; the copies
-	// carry the permits.
-	r.recycle(items)
-	ok := true
-	for k, b := range per {
-		if b == nil {
-			continue
-		}
-		per[k] = nil
-		chunk := b.items
-		b.left.Store(int64(len(chunk)))
-		if !ok {
-			r.nack(chunk)
-			continue
-		}
-		ok = rp.send(rp.chans[k], chunk)
-	}
-	return ok && rp.ctx.Err() == nil
 }
 
 // drain stops the replica once the reader returned readErr, in order, and

@@ -23,7 +23,7 @@ import (
 // vertex.PartitionedSource, which reads several partitions, gets a
 // watermark per partition when the hook is an InputWatermarker (see
 // sourceMarks). Its
-// contexts come in the order of every runner (see runReplica): hard, then
+// contexts come in the order of every runner (see replica.run): hard, then
 // stop, derived from hard.
 //
 // When src is exhausted (io.EOF) the replica ends its output Final: an
