@@ -96,14 +96,16 @@ type replica[T any] struct {
 	loops     context.Context
 	stopLoops context.CancelFunc
 
-	chans  []chan []inflight[T] // to the workers: one, or one per worker (chunkByKey)
-	per    []*batchBuf[T]       // dispatchByKey's scratch: each worker's share of a batch
-	staged *completer[stagedChunk[T]]
-	// working counts the workers still running; the last one out closes
-	// workersDone and the completer's queue.
-	working     atomic.Int32
-	workersDone chan struct{}
-	stagedDone  chan struct{} // closed when the completer returned
+	chans []chan []inflight[T] // to the workers: one, or one per worker (chunkByKey)
+	per   []*batchBuf[T]       // dispatchByKey's scratch: each worker's share of a batch
+	// staged has each worker's completer, when the stage's writes are
+	// staged (nil otherwise).
+	staged []*completer[stagedChunk[T]]
+	// running counts the workers and completers still running; the last
+	// one out closes settled: every chunk dispatched is acked or nacked,
+	// or left queued by a failure (abandonLeft).
+	running atomic.Int32
+	settled chan struct{}
 }
 
 // newReplica returns the replica's reader and state; the caller sets the
@@ -114,8 +116,7 @@ func newReplica[T any](hard, stop context.Context, cfg Config, in Input[T]) *rep
 	hard = vertex.WithReplica(hard, vertex.Replica{Vertex: cfg.Vertex, Index: cfg.Replica})
 	r := newReader(in.Consumer, in.Partitions, in.Writers, o.BatchSize, o.MaxInFlight, cfg.Counters, cfg.Hooks.Fetcher)
 	r.run = cfg.Run
-	return &replica[T]{cfg: cfg, in: in, r: r, hard: hard, stop: stop,
-		workersDone: make(chan struct{}), stagedDone: make(chan struct{})}
+	return &replica[T]{cfg: cfg, in: in, r: r, hard: hard, stop: stop, settled: make(chan struct{})}
 }
 
 // workers is the number of workers: Options.Concurrency.
@@ -151,19 +152,26 @@ func (rp *replica[T]) start() context.Context {
 	for i := range rp.chans {
 		rp.chans[i] = make(chan []inflight[T], n)
 	}
+	running := len(rp.stage.handlers)
 	if rp.stage.stages {
-		rp.staged = newCompleter(n*stagedWrites, rp.settleStaged, rp.abandonStaged)
-		rp.g.Go(func() error {
-			defer close(rp.stagedDone)
-			return rp.staged.run()
-		})
-	} else {
-		close(rp.stagedDone)
+		running *= 2
 	}
-	rp.working.Store(int32(len(rp.stage.handlers)))
+	rp.running.Store(int32(running))
 	for i, h := range rp.stage.handlers {
 		ch := rp.chans[i%len(rp.chans)]
-		rp.g.Go(func() error { return rp.work(ch, h) })
+		var c *completer[stagedChunk[T]]
+		if rp.stage.stages {
+			// Each worker's chunks are settled in its order by its own
+			// completer: a flush that covers the chunks of several
+			// workers frees them all at once.
+			c = newCompleter(stagedWrites, rp.settleStaged, rp.abandonStaged)
+			rp.staged = append(rp.staged, c)
+			rp.g.Go(func() error {
+				defer rp.exit()
+				return c.run()
+			})
+		}
+		rp.g.Go(func() error { return rp.work(ch, h, c) })
 	}
 	// The loops run until the replica has drained.
 	hooks := rp.cfg.Hooks
@@ -195,11 +203,14 @@ func (rp *replica[T]) failure(err error) error {
 }
 
 // work is a worker: it runs h on every chunk of ch until ch is closed, and
-// acks each chunk once handled, or hands it to the completer with the
+// acks each chunk once handled, or hands it to its completer c with the
 // writes h left in flight. Once the replica fails it nacks what it gets.
 // It returns h's first error at once.
-func (rp *replica[T]) work(ch <-chan []inflight[T], h handler[T]) error {
-	defer rp.workerDone()
+func (rp *replica[T]) work(ch <-chan []inflight[T], h handler[T], c *completer[stagedChunk[T]]) error {
+	defer rp.exit()
+	if c != nil {
+		defer c.close() // no more submissions: the completer returns once it settled them
+	}
 	for chunk := range ch {
 		if rp.ctx.Err() != nil {
 			rp.r.nack(chunk)
@@ -212,27 +223,23 @@ func (rp *replica[T]) work(ch <-chan []inflight[T], h handler[T]) error {
 			return rp.failure(err)
 		case write == nil:
 			rp.r.ack(chunk)
-		case rp.staged == nil:
+		case c == nil:
 			if err := rp.settleStaged(stagedChunk[T]{chunk, write}); err != nil {
 				return err
 			}
 		default:
-			rp.staged.submit(rp.ctx, stagedChunk[T]{chunk, write})
+			c.submit(rp.ctx, stagedChunk[T]{chunk, write})
 		}
 	}
 	return nil
 }
 
-// workerDone is a worker's last act: the last one out ends the
-// completer's queue (no worker submits any more) and closes workersDone.
-func (rp *replica[T]) workerDone() {
-	if rp.working.Add(-1) != 0 {
-		return
+// exit is the last act of a worker or a completer: the last one out
+// closes settled.
+func (rp *replica[T]) exit() {
+	if rp.running.Add(-1) == 0 {
+		close(rp.settled)
 	}
-	if rp.staged != nil {
-		rp.staged.close()
-	}
-	close(rp.workersDone)
 }
 
 // settleStaged acks a staged chunk once its writes complete; after a
@@ -265,10 +272,9 @@ func (rp *replica[T]) drain(readErr error) error {
 	for _, ch := range rp.chans {
 		close(ch)
 	}
-	// 2. Wait for the workers, then for the completer: every chunk handed
-	//    on is acked or nacked, but for what a failure left queued.
-	<-rp.workersDone
-	<-rp.stagedDone
+	// 2. Wait for the workers and their completers: every chunk handed on
+	//    is acked or nacked, but for what a failure left queued.
+	<-rp.settled
 	// 3. Nack what a failure left queued: chunks no worker took, staged
 	//    chunks the completer did not settle.
 	rp.abandonLeft()
@@ -306,8 +312,8 @@ func (rp *replica[T]) abandonLeft() {
 			rp.r.nack(chunk)
 		}
 	}
-	if rp.staged != nil {
-		rp.staged.abandonRest()
+	for _, c := range rp.staged {
+		c.abandonRest()
 	}
 }
 
