@@ -122,9 +122,9 @@ func (m *mapWorker[In, Out]) stage(ctx context.Context, chunk []inflight[In]) (c
 // every worker busy. The reader holds up to MaxInFlight/BatchSize batches
 // at once: with the defaults (4 batches, 4 workers) a batch goes whole to
 // one worker, and the 4 workers map 4 batches side by side. Cutting each
-// batch in 4 instead made 4 writes of 125 where one of 500 does: the
-// durable pipeline ran at 372-444K msg/s instead of 650-674K (quiet
-// machine, BenchmarkDurable/mmap-immediate).
+// batch in 4 instead made 4 writes of 125 where one of 500 does, and the
+// durable pipeline slower (BenchmarkDurable/mmap-immediate;
+// docs/benchmarks.md).
 func stagedChunks(o vertex.Config) int {
 	batches := max(1, o.MaxInFlight/o.BatchSize)
 	return max(1, (o.Concurrency+batches-1)/batches)

@@ -34,9 +34,9 @@ import (
 // sourceStagedBatches is how many batches a source replica keeps in flight
 // on storage that stages writes: the batches staged while one flush runs
 // and those waiting for the next, so that the loop rarely waits for a free
-// batch (with 4, a trace of the durable benchmark showed the loop waiting
-// for one 37% of the time). It bounds the messages read and not acked to
-// this many batches (MaxInFlight is not a source option).
+// batch (with 4, a trace of the durable benchmark showed the loop often
+// waiting for one: docs/benchmarks.md). It bounds the messages read and
+// not acked to this many batches (MaxInFlight is not a source option).
 const sourceStagedBatches = 8
 
 // sourceBatch is one read batch of a source replica, from its read to its
