@@ -38,8 +38,8 @@ type stage[T any] struct {
 	chunks int
 	// handlers has one handler per worker (Options.Concurrency of them).
 	handlers []handler[T]
-	// stages says that handlers may return completions: the replica then
-	// runs a completer.
+	// stages says that handlers may return completions: each worker then
+	// has a completer.
 	stages bool
 	// out is the replica's output (nil: a sink, which writes to no
 	// buffer and ends no output). When it also implements inputEnder or
@@ -73,9 +73,9 @@ type stagedChunk[T any] struct {
 const stagedWrites = 4
 
 // replica is one running replica of a map, sink or reduce vertex: a reader
-// on the caller's goroutine, Options.Concurrency workers, a completer when
-// the stage's writes are staged, and the loops beside the reader (idle
-// watermarks, a reduce's ticker). Its goroutines run in one errgroup: the
+// on the caller's goroutine, Options.Concurrency workers, each with a
+// completer when the stage's writes are staged, and the loops beside the
+// reader (idle watermarks, a reduce's ticker). Its goroutines run in one errgroup: the
 // first error one of them returns cancels the group's context, which
 // stops the reader, makes every worker nack what it has not handled, and
 // is what the replica returns. run calls its steps in order.
@@ -137,7 +137,7 @@ func (rp *replica[T]) run() error {
 	return rp.end()
 }
 
-// start starts the workers, the completer and the loops beside the
+// start starts the workers, their completers and the loops beside the
 // reader, and returns the reader's context: it ends with stop, or when the
 // replica fails.
 func (rp *replica[T]) start() context.Context {
