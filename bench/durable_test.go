@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/runnel-dev/runnel/internal/envelope"
 	"github.com/runnel-dev/runnel/isb/codec"
 	"github.com/runnel-dev/runnel/isb/mmap"
 	"github.com/runnel-dev/runnel/pipeline"
@@ -60,7 +61,7 @@ func BenchmarkDurable(b *testing.B) {
 	})
 	// The envelope of a generator message: ID, event time, an 8-byte value
 	// (about 30 bytes) in a 20-byte record frame.
-	env := vertex.EnvelopeCodec(rawInt64)
+	env := envelope.Codec(rawInt64)
 	rec, _ := env.Append(nil, vertex.Message[int64]{ID: "123456", EventTime: time.Now(), Value: 123456})
 	recSize := len(rec) + 20
 	b.Run("write+fdatasync", func(b *testing.B) {

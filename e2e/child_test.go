@@ -1,33 +1,23 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
+
+	"github.com/runnel-dev/runnel/internal/crashtest"
 )
 
-const childEnv = "RUNNEL_E2E_CHILD"
-
-// runChild runs the child side of a multi-process test when this binary
-// was re-executed for one, and reports whether it did. The child exits.
-func runChild() bool {
-	switch os.Getenv(childEnv) {
-	case "":
-		return false
-	case "crash":
-		os.Exit(crashChild())
-	case "reduce-crash":
-		os.Exit(reduceCrashChild())
-	default:
-		fmt.Fprintln(os.Stderr, "unknown child", os.Getenv(childEnv))
-		os.Exit(2)
-	}
-	return true
+// children are the child sides of the crash tests: a test binary that
+// internal/crashtest re-executed runs one of them instead of the tests
+// (see TestMain), and exits with its code.
+var children = map[string]func(){
+	"crash":        func() { os.Exit(crashChild()) },
+	"reduce-crash": func() { os.Exit(reduceCrashChild()) },
 }
 
 // childFail reports a child's failure to the parent (an "E" line on
 // stdout, which the parent turns into a test failure) and returns the
 // child's exit code.
 func childFail(format string, args ...any) int {
-	fmt.Fprintf(os.Stdout, "E "+format+"\n", args...)
+	crashtest.Printf("E "+format, args...)
 	return 1
 }

@@ -1,12 +1,10 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -17,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/crashtest"
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/isb/mmap"
 	"github.com/runnel-dev/runnel/pipeline"
@@ -157,36 +156,16 @@ func addIDs(t *testing.T, dir string, from, to int64) {
 	}
 }
 
-// startChild starts the child on dir; done is closed once it has exited,
-// out then holds its output lines.
-func startChild(t *testing.T, dir string) (cmd *exec.Cmd, out *[]string, done chan struct{}) {
+// startChild starts the crash child on dir.
+func startChild(t *testing.T, dir string) *crashtest.Child {
 	t.Helper()
 	return startChildOf(t, dir, "crash")
 }
 
 // startChildOf is startChild for the child named kind, with env added.
-func startChildOf(t *testing.T, dir, kind string, env ...string) (cmd *exec.Cmd, out *[]string, done chan struct{}) {
+func startChildOf(t *testing.T, dir, kind string, env ...string) *crashtest.Child {
 	t.Helper()
-	cmd = exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), childEnv+"="+kind, "RUNNEL_E2E_DIR="+dir), env...)
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	out, done = new([]string), make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			*out = append(*out, sc.Text())
-		}
-		cmd.Wait()
-	}()
-	return cmd, out, done
+	return crashtest.Start(t, kind, append([]string{"RUNNEL_E2E_DIR=" + dir}, env...)...)
 }
 
 // crashRounds runs the child named kind on dir for rounds rounds, adding
@@ -213,48 +192,41 @@ func crashRounds(t *testing.T, dir, kind string, rounds int, perRound int64, pro
 			on = progress[rng.IntN(len(progress))]
 		}
 		at := max(1, on.work/20+rng.Int64N(on.work*9/10))
-		cmd, out, done := startChildOf(t, dir, kind, append(slices.Clip(env),
+		child := startChildOf(t, dir, kind, append(slices.Clip(env),
 			crashOnEnv+"="+on.name, crashAtEnv+"="+strconv.FormatInt(at, 10), crashSignalEnv+"="+sig)...)
-		select {
-		case <-done:
-		case <-time.After(2 * time.Minute):
-			cmd.Process.Kill()
-			<-done
-			t.Fatalf("round %d: the child did not reach progress %d and signal itself within 2 minutes; output %q", round, at, *out)
+		if !child.Wait(2 * time.Minute) {
+			t.Fatalf("round %d: the child did not reach progress %d and signal itself within 2 minutes; output %q", round, at, child.Lines())
 		}
-		for _, line := range *out {
+		out, state := child.Lines(), child.State()
+		for _, line := range out {
 			if strings.HasPrefix(line, "E ") {
 				t.Fatalf("round %d: child failed: %s", round, line)
 			}
 		}
-		if !slices.ContainsFunc(*out, func(l string) bool { return strings.HasPrefix(l, "K ") }) {
+		if !slices.ContainsFunc(out, func(l string) bool { return strings.HasPrefix(l, "K ") }) {
 			t.Fatalf("round %d: the child ended (%v) before its progress %q reached %d of %d: it was not signalled mid-run; output %q",
-				round, cmd.ProcessState, on.name, at, on.work, *out)
+				round, state, on.name, at, on.work, out)
 		}
 		if clean {
-			if code := cmd.ProcessState.ExitCode(); code != 0 || (*out)[len(*out)-1] != "D" {
-				t.Fatalf("round %d: a child stopped by SIGTERM exited with %v, output %q", round, cmd.ProcessState, *out)
+			if code := state.ExitCode(); code != 0 || out[len(out)-1] != "D" {
+				t.Fatalf("round %d: a child stopped by SIGTERM exited with %v, output %q", round, state, out)
 			}
 			stopped++
 			continue
 		}
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-			t.Fatalf("round %d: the child was to be killed mid-run, but it ended with %v", round, cmd.ProcessState)
+		if ws, ok := state.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			t.Fatalf("round %d: the child was to be killed mid-run, but it ended with %v", round, state)
 		}
 		killed++
 	}
 	// The last run drains the topic and ends by itself (told so by
 	// RUNNEL_E2E_FINAL, for a child whose rounds do not end by themselves).
-	cmd, out, done := startChildOf(t, dir, kind, append(slices.Clip(env), "RUNNEL_E2E_FINAL=1")...)
-	select {
-	case <-done:
-	case <-time.After(3 * time.Minute):
-		cmd.Process.Kill()
-		<-done
+	child := startChildOf(t, dir, kind, append(slices.Clip(env), "RUNNEL_E2E_FINAL=1")...)
+	if !child.Wait(3 * time.Minute) {
 		t.Fatal("the final run did not drain the topic")
 	}
-	if code := cmd.ProcessState.ExitCode(); code != 0 || len(*out) == 0 || (*out)[len(*out)-1] != "D" {
-		t.Fatalf("final run: exit %d, output %q", code, *out)
+	if out, code := child.Lines(), child.State().ExitCode(); code != 0 || len(out) == 0 || out[len(out)-1] != "D" {
+		t.Fatalf("final run: exit %d, output %q", code, out)
 	}
 	return total, killed, stopped
 }
@@ -342,32 +314,24 @@ func TestDurablePipelineEndsAfterKillPastSourceEnd(t *testing.T) {
 	const total = 6000 // fits in the buffers, so the source ends while the sink is slow
 	dir := t.TempDir()
 	addIDs(t, dir, 0, total)
-	cmd, out, done := startChildOf(t, dir, "crash", "RUNNEL_E2E_SLOW_SINK=1")
-	select {
-	case <-done:
-	case <-time.After(3 * time.Minute):
-		cmd.Process.Kill()
-		<-done
+	child := startChildOf(t, dir, "crash", "RUNNEL_E2E_SLOW_SINK=1")
+	if !child.Wait(3 * time.Minute) {
 		t.Fatal("the slow child did not end")
 	}
-	if !slices.Contains(*out, "X") || cmd.ProcessState.ExitCode() != -1 {
-		t.Fatalf("the slow child was not killed past its source's end: state %v, output %q", cmd.ProcessState, *out)
+	if !slices.Contains(child.Lines(), "X") || child.State().ExitCode() != -1 {
+		t.Fatalf("the slow child was not killed past its source's end: state %v, output %q", child.State(), child.Lines())
 	}
 	before, _ := readSinkFile(t, dir)
 	if len(before) >= total {
 		t.Fatalf("the sink had all %d ids before the kill: the test killed nothing in flight", len(before))
 	}
 
-	cmd, out, done = startChild(t, dir)
-	select {
-	case <-done:
-	case <-time.After(3 * time.Minute):
-		cmd.Process.Kill()
-		<-done
+	child = startChild(t, dir)
+	if !child.Wait(3 * time.Minute) {
 		t.Fatal("the restarted pipeline did not end by itself")
 	}
-	if code := cmd.ProcessState.ExitCode(); code != 0 || len(*out) == 0 || (*out)[len(*out)-1] != "D" {
-		t.Fatalf("restart: exit %d, output %q", code, *out)
+	if out, code := child.Lines(), child.State().ExitCode(); code != 0 || len(out) == 0 || out[len(out)-1] != "D" {
+		t.Fatalf("restart: exit %d, output %q", code, out)
 	}
 	after, _ := readSinkFile(t, dir)
 	for id := range int64(total) {

@@ -5,12 +5,13 @@ package e2e
 import (
 	"testing"
 
+	"github.com/runnel-dev/runnel/internal/crashtest"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
 	// A crash test re-executes this binary as its child (see child_test.go).
-	if runChild() {
+	if crashtest.RunChild(children) {
 		return
 	}
 	goleak.VerifyTestMain(m)

@@ -130,7 +130,7 @@ func testChainEnds(t *testing.T, exhaust bool) {
 	// A bound for a broken build only: every processor must end long before.
 	bound, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	opts, err := vertex.NewConfig(vertex.BatchSize(16), vertex.Concurrency(2))
+	opts, err := NewOptions(vertex.BatchSize(16), vertex.Concurrency(2))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 type Config struct {
 	Vertex   string
 	Replica  int
-	Options  vertex.Config // validated
+	Options  Options // validated
 	Counters *Counters
 	Logger   *zap.Logger // nil logs nothing
 	Hooks    Hooks

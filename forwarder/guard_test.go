@@ -38,7 +38,7 @@ func TestRunMapPanicMidChunk(t *testing.T) {
 		return append(outs, vertex.Derive(m, m.Value*10)), nil
 	}
 	cnt := &Counters{}
-	opts, err := vertex.NewConfig(vertex.BatchSize(6), vertex.Concurrency(1),
+	opts, err := NewOptions(vertex.BatchSize(6), vertex.Concurrency(1),
 		vertex.Retry(vertex.RetryPolicy{MaxAttempts: 2, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, OnExhausted: vertex.DropMessage}))
 	if err != nil {
 		t.Fatal(err)

@@ -192,7 +192,7 @@ func TestRunSourceIdleAdvance(t *testing.T) {
 	topic := newTopic(t, "out")
 	pub := &wmWatcher{seen: make(chan struct{})}
 	wm := &idleSourceWM{}
-	cfg := Config{Vertex: "src", Options: vertex.Config{BatchSize: 10}, Counters: &Counters{},
+	cfg := Config{Vertex: "src", Options: Options{BatchSize: 10}, Counters: &Counters{},
 		Hooks: Hooks{Publisher: pub, Source: wm, IdleInterval: time.Millisecond}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

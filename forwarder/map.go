@@ -125,7 +125,7 @@ func (m *mapWorker[In, Out]) stage(ctx context.Context, chunk []inflight[In]) (c
 // batch in 4 instead made 4 writes of 125 where one of 500 does, and the
 // durable pipeline slower (BenchmarkDurable/mmap-immediate;
 // docs/benchmarks.md).
-func stagedChunks(o vertex.Config) int {
+func stagedChunks(o Options) int {
 	batches := max(1, o.MaxInFlight/o.BatchSize)
 	return max(1, (o.Concurrency+batches-1)/batches)
 }
@@ -178,7 +178,7 @@ func mapChunk[In, Out any](ctx context.Context, cfg Config, fn AppendFunc[In, Ou
 // panic of fn is such a failure (a *vertex.PanicError): one guard covers the
 // whole run of calls, so the common path pays no guard per message.
 func mapEach[In, Out any](ctx context.Context, fn AppendFunc[In, Out], chunk []inflight[In], from int, outs []vertex.Message[Out]) (at int, done []vertex.Message[Out], err error) {
-	defer vertex.Recover(&err) // at and done are as they were when the call panicked
+	defer recoverPanic(&err) // at and done are as they were when the call panicked
 	done = outs
 	for at = from; at < len(chunk); at++ {
 		res, err := fn(ctx, chunk[at].msg, done)
@@ -210,7 +210,7 @@ func RunMapStream[In, Out any](hard, stop context.Context, cfg Config, in Input[
 			for i := range chunk {
 				m := chunk[i].msg
 				call := func() (_ struct{}, err error) {
-					defer vertex.Recover(&err)
+					defer recoverPanic(&err)
 					return struct{}{}, fn(ctx, m, emit)
 				}
 				if _, err := call(); err != nil {

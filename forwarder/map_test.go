@@ -33,7 +33,7 @@ func TestRunBatchMapWrongCountAfterRetryFails(t *testing.T) {
 		return make([][]msg, len(msgs)-1), nil
 	})
 	cnt := &Counters{}
-	opts, err := vertex.NewConfig(vertex.BatchSize(3), vertex.Concurrency(1),
+	opts, err := NewOptions(vertex.BatchSize(3), vertex.Concurrency(1),
 		vertex.Retry(vertex.RetryPolicy{MaxAttempts: 4, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, OnExhausted: vertex.DropMessage}))
 	if err != nil {
 		t.Fatal(err)

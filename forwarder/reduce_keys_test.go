@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/window"
 	"github.com/runnel-dev/runnel/vertex"
 )
 
@@ -28,7 +29,7 @@ func TestReduceKeysNeverCollide(t *testing.T) {
 			}
 		}
 	}
-	iv := vertex.Interval{Start: 0, End: int64(time.Minute)}
+	iv := window.Interval{Start: 0, End: int64(time.Minute)}
 	for _, shards := range []int{1, 2, 3} {
 		o := runReduceSized(t, msgs, vertex.Fixed(time.Minute), false, Final, 7, shards)
 		if o.err != nil {
@@ -52,7 +53,7 @@ func TestReduceKeysNeverCollide(t *testing.T) {
 
 // The result IDs escape what would make two key lists' IDs equal.
 func TestResultIDEscapesKeys(t *testing.T) {
-	iv := vertex.Interval{Start: 1, End: 2}
+	iv := window.Interval{Start: 1, End: 2}
 	for _, c := range []struct {
 		keys []string
 		want string

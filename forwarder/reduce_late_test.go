@@ -43,7 +43,7 @@ func closedSessionWant(cycles int, w vertex.Windowing) (results map[string]int64
 	for k := range cycles {
 		c := int64(time.Duration(k+1) * time.Second)
 		for _, t := range []int64{c, c + int64(100*time.Millisecond)} {
-			iv := w.AssignUnixNano(t, nil)[0]
+			iv := windowSpec(w).Assign(t, nil)[0]
 			results[resultID("r", iv, []string{"k"}, 0)] = 1
 		}
 		late = append(late, fmt.Sprintf("m3-%d", k))

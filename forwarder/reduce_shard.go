@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runnel-dev/runnel/internal/keys"
+	"github.com/runnel-dev/runnel/internal/window"
 	"github.com/runnel-dev/runnel/vertex"
 	"github.com/runnel-dev/runnel/wal"
 )
@@ -34,7 +35,7 @@ type reduceShard[In, S, Out any] struct {
 	lates   []vertex.Message[In]
 	lateBuf *WriteBuffer[In]
 	key     []byte            // the encoded keys of the message being added (internal/keys)
-	late    []vertex.Interval // markLate's scratch
+	late    []window.Interval // markLate's scratch
 	// With a log: the entries of the chunk (their values and windows in
 	// the scratch buffers, cut by spans) and the windows closed.
 	entries []wal.Entry
@@ -118,7 +119,7 @@ func (sh *reduceShard[In, S, Out]) handle(ctx context.Context, chunk []inflight[
 // chunk as much as the rest. It returns that append (nil: none). sh.mu is
 // held.
 func (sh *reduceShard[In, S, Out]) closeDue(ctx context.Context) (*wal.Pending, error) {
-	if end, ok := sh.set.oldestEnd(); !ok || !sh.red.spec.Window.ClosedAt(end, sh.wm) {
+	if end, ok := sh.set.oldestEnd(); !ok || !windowSpec(sh.red.spec.Window).ClosedAt(end, sh.wm) {
 		return nil, nil // nothing closes: the common case, one comparison
 	}
 	p, err := sh.appendLogged(ctx)
@@ -136,7 +137,7 @@ func (sh *reduceShard[In, S, Out]) closeDue(ctx context.Context) (*wal.Pending, 
 func (sh *reduceShard[In, S, Out]) markLate(m vertex.Message[In], judged int64) vertex.Message[In] {
 	w := sh.red.spec.Window
 	end := int64(math.MinInt64)
-	sh.late = w.AssignUnixNano(m.EventTime.UnixNano(), sh.late[:0])
+	sh.late = windowSpec(w).Assign(m.EventTime.UnixNano(), sh.late[:0])
 	for _, iv := range sh.late {
 		end = max(end, iv.End)
 	}
@@ -174,11 +175,11 @@ func (sh *reduceShard[In, S, Out]) closeUpTo(ctx context.Context, wm int64) erro
 	red := sh.red
 	sh.outs = sh.outs[:0]
 	logged := red.spec.Log != nil
-	err := sh.set.closeUpTo(wm, func(iv vertex.Interval, p *pane[S]) error {
+	err := sh.set.closeUpTo(wm, func(iv window.Interval, p *pane[S]) error {
 		if logged {
 			sh.gcs = closedWindows(sh.gcs, iv, p)
 		}
-		win := iv.Window()
+		win := toWindow(iv)
 		mark := len(sh.outs)
 		emit := func(v Out) error {
 			sh.outs = append(sh.outs, vertex.Message[vertex.Windowed[Out]]{
@@ -240,7 +241,7 @@ func (sh *reduceShard[In, S, Out]) noteOldest() {
 // key lists give distinct IDs ({"a/b"} is "/a%2Fb", {"a","b"} "/a/b"; nil
 // has no key part, {""} an empty one): a sink deduplicating by ID never
 // takes one result for another.
-func resultID(vertexName string, iv vertex.Interval, keys []string, i int) string {
+func resultID(vertexName string, iv window.Interval, keys []string, i int) string {
 	b := make([]byte, 0, 64)
 	b = append(b, vertexName...)
 	b = append(b, '/')

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/window"
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/isb/memory"
 	"github.com/runnel-dev/runnel/vertex"
@@ -63,7 +64,7 @@ func runReduceSized(t *testing.T, msgs []msg, w vertex.Windowing, withLate bool,
 		t.Fatal(err)
 	}
 	defer c.Close()
-	opts, err := vertex.NewConfig(vertex.BatchSize(batch), vertex.Concurrency(shards))
+	opts, err := NewOptions(vertex.BatchSize(batch), vertex.Concurrency(shards))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func TestRunReduceEndOfStream(t *testing.T) {
 	want := map[string]int64{}
 	for w := range 3 {
 		for _, k := range []string{"a", "b"} {
-			want[resultID("r", vertex.Interval{Start: int64(w) * 1e9, End: int64(w+1) * 1e9}, []string{k}, 0)] = 5
+			want[resultID("r", window.Interval{Start: int64(w) * 1e9, End: int64(w+1) * 1e9}, []string{k}, 0)] = 5
 		}
 	}
 	for _, end := range []EndKind{Final, Stopped} {
@@ -224,7 +225,7 @@ func TestRunReduceLateness(t *testing.T) {
 			got[r.ID] = r.Value.Value
 		}
 		win := func(from, to time.Duration) string {
-			return resultID("r", vertex.Interval{Start: int64(from), End: int64(to)}, []string{"k"}, 0)
+			return resultID("r", window.Interval{Start: int64(from), End: int64(to)}, []string{"k"}, 0)
 		}
 		want := map[string]int64{win(0, s): 1, win(s, 2*s): 1, win(5*s, 6*s): 1}
 		if !maps.Equal(got, want) || len(o.results) != len(want) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/window"
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/isb/codec"
 	"github.com/runnel-dev/runnel/isb/memory"
@@ -57,7 +58,7 @@ func (c partsRun) run(t *testing.T, dirs map[int]string) (map[string]int64, Stat
 			}
 		}()
 	}
-	opts, err := vertex.NewConfig(vertex.BatchSize(7))
+	opts, err := NewOptions(vertex.BatchSize(7))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestReduceLogsKeepAWatermarkPerPartition(t *testing.T) {
 		0: {first, at(600*time.Millisecond, "a")},
 		1: {at(700*time.Millisecond, "b")},
 	}, end: Final}.run(t, dirs)
-	want := resultID("r", vertex.Interval{Start: 0, End: 1e9}, []string{"b"}, 0)
+	want := resultID("r", window.Interval{Start: 0, End: 1e9}, []string{"b"}, 0)
 	if len(got) != 1 || got[want] != 1 || stats.Late != 1 {
 		t.Fatalf("after the rescale: results %v and %d late, want {%s: 1} and 1 late", got, stats.Late, want)
 	}

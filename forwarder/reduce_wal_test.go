@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/window"
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/isb/codec"
 	"github.com/runnel-dev/runnel/isb/memory"
@@ -59,7 +60,7 @@ func runLoggedSized[S, Out any](t *testing.T, dir string, msgs []msg, w vertex.W
 			t.Error(err)
 		}
 	}()
-	opts, err := vertex.NewConfig(vertex.BatchSize(batch), vertex.Concurrency(3))
+	opts, err := NewOptions(vertex.BatchSize(batch), vertex.Concurrency(3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestRunReduceWALKeepsWindowsAcrossRuns(t *testing.T) {
 				want := map[string]int64{}
 				for _, m := range all {
 					s := m.EventTime.Truncate(time.Second).UnixNano()
-					want[resultID("r", vertex.Interval{Start: s, End: s + 1e9}, m.Keys, 0)]++
+					want[resultID("r", window.Interval{Start: s, End: s + 1e9}, m.Keys, 0)]++
 				}
 				return want
 			}},
@@ -171,8 +172,8 @@ func TestRunReduceWALKeepsWindowsAcrossRuns(t *testing.T) {
 						end2 = max(end2, t+3e9)
 					}
 				}
-				want[resultID("r", vertex.Interval{Start: start1, End: end1}, []string{k}, 0)] = first
-				want[resultID("r", vertex.Interval{Start: 20e9, End: end2}, []string{k}, 0)] = second
+				want[resultID("r", window.Interval{Start: start1, End: end1}, []string{k}, 0)] = first
+				want[resultID("r", window.Interval{Start: 20e9, End: end2}, []string{k}, 0)] = second
 			}
 			return want
 		}},

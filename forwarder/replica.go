@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/runnel-dev/runnel/internal/replicactx"
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/vertex"
 )
@@ -113,7 +114,7 @@ type replica[T any] struct {
 func newReplica[T any](hard, stop context.Context, cfg Config, in Input[T]) *replica[T] {
 	o := cfg.Options
 	// User functions and sinks learn which replica calls them.
-	hard = vertex.WithReplica(hard, vertex.Replica{Vertex: cfg.Vertex, Index: cfg.Replica})
+	hard = replicactx.With(hard, vertex.Replica{Vertex: cfg.Vertex, Index: cfg.Replica})
 	r := newReader(in.Consumer, in.Partitions, in.Writers, o.BatchSize, o.MaxInFlight, cfg.Counters, cfg.Hooks.Fetcher)
 	r.run = cfg.Run
 	return &replica[T]{cfg: cfg, in: in, r: r, hard: hard, stop: stop, settled: make(chan struct{})}

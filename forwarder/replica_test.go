@@ -30,7 +30,7 @@ func TestReplicaReturnsALoopFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	opts, err := vertex.NewConfig(vertex.BatchSize(10))
+	opts, err := NewOptions(vertex.BatchSize(10))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func TestRunSinkShortFallbackAnswerFails(t *testing.T) {
 		return make([]vertex.Result, len(msgs)-1), nil
 	})
 	cnt := &Counters{}
-	opts, err := vertex.NewConfig(vertex.BatchSize(3), vertex.Concurrency(1))
+	opts, err := NewOptions(vertex.BatchSize(3), vertex.Concurrency(1))
 	if err != nil {
 		t.Fatal(err)
 	}

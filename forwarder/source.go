@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/runnel-dev/runnel/internal/replicactx"
 	"github.com/runnel-dev/runnel/vertex"
 )
 
@@ -44,7 +45,7 @@ func RunSource[T any](hard, stop context.Context, cfg Config, src vertex.Source[
 func RunResumedSource[T any](hard, stop context.Context, cfg Config, src vertex.Source[T], edges []Edge[T], res *SourceResume[T]) error {
 	// The source learns which replica (source partition) reads.
 	id := vertex.Replica{Vertex: cfg.Vertex, Index: cfg.Replica}
-	hard, stop = vertex.WithReplica(hard, id), vertex.WithReplica(stop, id)
+	hard, stop = replicactx.With(hard, id), replicactx.With(stop, id)
 	if res != nil {
 		acker, ok := src.(vertex.Acker[T])
 		if !ok {

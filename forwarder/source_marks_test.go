@@ -94,7 +94,7 @@ func TestRunSourceWatermarkPerReadPartition(t *testing.T) {
 			}
 			out := newTopic(t, "out")
 			pub := &fakePublisher{}
-			cfg := Config{Vertex: "src", Options: vertex.Config{BatchSize: 10}, Counters: &Counters{},
+			cfg := Config{Vertex: "src", Options: Options{BatchSize: 10}, Counters: &Counters{},
 				Hooks: Hooks{Source: hook, Publisher: pub}}
 			if err := RunSource(context.Background(), context.Background(), cfg, vertex.Source[int](src), []Edge[int]{{To: "out", Topic: out}}); err != nil {
 				t.Fatal(err)

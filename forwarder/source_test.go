@@ -47,7 +47,7 @@ func TestRunSource(t *testing.T) {
 	wm := &fakeSourceWM{}
 	pub := &fakePublisher{}
 	c := &Counters{}
-	cfg := Config{Vertex: "src", Options: vertex.Config{BatchSize: 10}, Counters: c,
+	cfg := Config{Vertex: "src", Options: Options{BatchSize: 10}, Counters: c,
 		Hooks: Hooks{Source: wm, Publisher: pub}}
 	before := time.Now()
 	if err := RunSource(context.Background(), context.Background(), cfg, vertex.Source[int](src), []Edge[int]{{To: "out", Topic: out}}); err != nil {
@@ -128,7 +128,7 @@ func TestRunSourceDeliversMessagesReturnedWithAnError(t *testing.T) {
 			src := &errSource{msgs: []msg{{ID: "a"}, {ID: "b"}}, err: c.err}
 			out := newTopic(t, "out")
 			cnt := &Counters{}
-			cfg := Config{Vertex: "src", Options: vertex.Config{BatchSize: 10}, Counters: cnt}
+			cfg := Config{Vertex: "src", Options: Options{BatchSize: 10}, Counters: cnt}
 			// A soft context already cancelled would stop the loop before
 			// the read: this one ends during it.
 			var soft context.Context = context.Background()
@@ -184,7 +184,7 @@ func TestRunSourceAckFailure(t *testing.T) {
 	src := &failingAcker{SliceSource: vertex.FromSlice([]int{1, 2}), err: boom}
 	out := newTopic(t, "out")
 	cnt := &Counters{}
-	cfg := Config{Vertex: "src", Options: vertex.Config{BatchSize: 10}, Counters: cnt}
+	cfg := Config{Vertex: "src", Options: Options{BatchSize: 10}, Counters: cnt}
 	err := RunSource(context.Background(), context.Background(), cfg, vertex.Source[int](src), []Edge[int]{{To: "out", Topic: out}})
 	var pe *ProcessError
 	if !errors.Is(err, boom) || !errors.As(err, &pe) || pe.Vertex != "src" {

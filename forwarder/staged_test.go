@@ -68,7 +68,7 @@ func stagedSource(t *testing.T, n int) (src *ackRecorder, out *isb.Topic[msg], b
 	out, b = stagedTopic(t, "out")
 	pub = &fakePublisher{}
 	c = &Counters{}
-	cfg := Config{Vertex: "src", Options: vertex.Config{BatchSize: 10}, Counters: c, Hooks: Hooks{Publisher: pub}}
+	cfg := Config{Vertex: "src", Options: Options{BatchSize: 10}, Counters: c, Hooks: Hooks{Publisher: pub}}
 	done = make(chan error, 1)
 	go func() {
 		done <- RunSource(context.Background(), context.Background(), cfg, vertex.Source[int](src), []Edge[int]{{To: "out", Topic: out}})
@@ -264,7 +264,7 @@ func stagedMap(t *testing.T, opts ...vertex.Option) (in, out *isb.Topic[msg], b 
 	t.Cleanup(func() { _ = cons.Close() })
 	out, b = stagedTopic(t, "out")
 	cnt = &Counters{}
-	cfg, err := vertex.NewConfig(append([]vertex.Option{vertex.BatchSize(10)}, opts...)...)
+	cfg, err := NewOptions(append([]vertex.Option{vertex.BatchSize(10)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/window"
 	"github.com/runnel-dev/runnel/vertex"
 	"github.com/runnel-dev/runnel/wal"
 )
@@ -40,7 +41,7 @@ type windowSet[In, S any] interface {
 	add(m *vertex.Message[In], key []byte, wm int64) bool
 	// closeUpTo removes every window closed at wm (end + lateness <= wm),
 	// in ascending end order, calling emit with each key's pane.
-	closeUpTo(wm int64, emit func(iv vertex.Interval, p *pane[S]) error) error
+	closeUpTo(wm int64, emit func(iv window.Interval, p *pane[S]) error) error
 	// oldestEnd is the smallest end of an open window.
 	oldestEnd() (int64, bool)
 	// size is the number of open panes (window and key pairs).
@@ -57,7 +58,7 @@ type windowSet[In, S any] interface {
 // closedWindows appends to dst the WAL names of the window iv of pane p,
 // which was just closed: its bounds, or, for a session, every id its
 // messages were logged under.
-func closedWindows[S any](dst []wal.Window, iv vertex.Interval, p *pane[S]) []wal.Window {
+func closedWindows[S any](dst []wal.Window, iv window.Interval, p *pane[S]) []wal.Window {
 	w := wal.Window{Start: time.Unix(0, iv.Start), End: time.Unix(0, iv.End)}
 	if len(p.ids) == 0 {
 		return append(dst, w)
@@ -82,7 +83,7 @@ func newWindowSet[In, S any](w vertex.Windowing, ops reduceOps[In, S], newID fun
 	if w.Kind == vertex.SessionWindows {
 		return &sessionSet[In, S]{w: w, ops: ops, byKey: map[string][]*session[S]{}, newID: newID}
 	}
-	return &alignedSet[In, S]{w: w, ops: ops, groups: map[vertex.Interval]*windowGroup[S]{}}
+	return &alignedSet[In, S]{w: w, ops: ops, groups: map[window.Interval]*windowGroup[S]{}}
 }
 
 // alignedSet holds fixed or sliding windows: every key shares the same
@@ -91,25 +92,25 @@ func newWindowSet[In, S any](w vertex.Windowing, ops reduceOps[In, S], newID fun
 type alignedSet[In, S any] struct {
 	w       vertex.Windowing
 	ops     reduceOps[In, S]
-	groups  map[vertex.Interval]*windowGroup[S]
+	groups  map[window.Interval]*windowGroup[S]
 	ends    groupHeap[S]
 	panes   int
-	scratch []vertex.Interval
-	hit     []vertex.Interval // the windows of the last add
+	scratch []window.Interval
+	hit     []window.Interval // the windows of the last add
 	last    *windowGroup[S]   // the group of the previous add (most messages hit it again)
 }
 
 // windowGroup is one interval's panes.
 type windowGroup[S any] struct {
-	iv   vertex.Interval
+	iv   window.Interval
 	keys map[string]*pane[S]
 }
 
 func (s *alignedSet[In, S]) add(m *vertex.Message[In], key []byte, wm int64) bool {
-	s.scratch = s.w.AssignUnixNano(m.EventTime.UnixNano(), s.scratch[:0])
+	s.scratch = windowSpec(s.w).Assign(m.EventTime.UnixNano(), s.scratch[:0])
 	s.hit = s.hit[:0]
 	for _, iv := range s.scratch {
-		if s.w.ClosedAt(iv.End, wm) {
+		if windowSpec(s.w).ClosedAt(iv.End, wm) {
 			continue
 		}
 		s.addTo(iv, m, key)
@@ -119,7 +120,7 @@ func (s *alignedSet[In, S]) add(m *vertex.Message[In], key []byte, wm int64) boo
 }
 
 // addTo adds m to window iv of key.
-func (s *alignedSet[In, S]) addTo(iv vertex.Interval, m *vertex.Message[In], key []byte) {
+func (s *alignedSet[In, S]) addTo(iv window.Interval, m *vertex.Message[In], key []byte) {
 	g := s.last
 	if g == nil || g.iv != iv {
 		g = s.groups[iv]
@@ -148,12 +149,12 @@ func (s *alignedSet[In, S]) added(dst []wal.Window) []wal.Window {
 
 func (s *alignedSet[In, S]) replay(m *vertex.Message[In], key []byte, ws []wal.Window) {
 	for _, w := range ws {
-		s.addTo(vertex.Interval{Start: w.Start.UnixNano(), End: w.End.UnixNano()}, m, key)
+		s.addTo(window.Interval{Start: w.Start.UnixNano(), End: w.End.UnixNano()}, m, key)
 	}
 }
 
-func (s *alignedSet[In, S]) closeUpTo(wm int64, emit func(vertex.Interval, *pane[S]) error) error {
-	for len(s.ends) > 0 && s.w.ClosedAt(s.ends[0].iv.End, wm) {
+func (s *alignedSet[In, S]) closeUpTo(wm int64, emit func(window.Interval, *pane[S]) error) error {
+	for len(s.ends) > 0 && windowSpec(s.w).ClosedAt(s.ends[0].iv.End, wm) {
 		g := heap.Pop(&s.ends).(*windowGroup[S])
 		delete(s.groups, g.iv)
 		if s.last == g {
@@ -214,7 +215,7 @@ type sessionSet[In, S any] struct {
 
 // session is one open session of one key.
 type session[S any] struct {
-	iv  vertex.Interval
+	iv  window.Interval
 	key string
 	pane[S]
 	gone bool // merged into another session, or closed
@@ -249,7 +250,7 @@ func (s *sessionSet[In, S]) replay(m *vertex.Message[In], key []byte, ws []wal.W
 // message that joins a session under another id adds it to the session's.
 func (s *sessionSet[In, S]) addLogged(m *vertex.Message[In], key []byte, wm int64, id uint64) bool {
 	t := m.EventTime.UnixNano()
-	iv := vertex.Interval{Start: t, End: t + int64(s.w.Gap)}
+	iv := window.Interval{Start: t, End: t + int64(s.w.Gap)}
 	list := s.byKey[string(key)]
 	// The open sessions the proto-session overlaps or touches (Flink's
 	// TimeWindow.intersects): a contiguous run of the sorted list. A
@@ -262,7 +263,7 @@ func (s *sessionSet[In, S]) addLogged(m *vertex.Message[In], key []byte, wm int6
 	// least a gap long), so the list stays sorted by start and by end.
 	lo, hi := len(list), len(list)
 	for i, o := range list {
-		if s.w.ClosedAt(o.iv.End, wm) {
+		if windowSpec(s.w).ClosedAt(o.iv.End, wm) {
 			continue
 		}
 		if o.iv.Start <= iv.End && iv.Start <= o.iv.End {
@@ -278,7 +279,7 @@ func (s *sessionSet[In, S]) addLogged(m *vertex.Message[In], key []byte, wm int6
 		// A new session, unless it is closed already. Open sessions are
 		// never closed (they end after wm - lateness), so a message that
 		// joins one is never late.
-		if s.w.ClosedAt(iv.End, wm) {
+		if windowSpec(s.w).ClosedAt(iv.End, wm) {
 			return false
 		}
 		if id == 0 {
@@ -334,10 +335,10 @@ func insertAt[E any](list []E, at int, e E) []E {
 	return list
 }
 
-func (s *sessionSet[In, S]) closeUpTo(wm int64, emit func(vertex.Interval, *pane[S]) error) error {
+func (s *sessionSet[In, S]) closeUpTo(wm int64, emit func(window.Interval, *pane[S]) error) error {
 	for {
 		s.dropStale()
-		if len(s.ends) == 0 || !s.w.ClosedAt(s.ends[0].end, wm) {
+		if len(s.ends) == 0 || !windowSpec(s.w).ClosedAt(s.ends[0].end, wm) {
 			return nil
 		}
 		e := heap.Pop(&s.ends).(sessionEntry[S])

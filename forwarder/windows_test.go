@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runnel-dev/runnel/internal/keys"
+	"github.com/runnel-dev/runnel/internal/window"
 	"github.com/runnel-dev/runnel/vertex"
 )
 
@@ -24,7 +25,7 @@ var idsOps = reduceOps[int, []string]{
 
 // closed is one closed window as closeUpTo emitted it.
 type closed struct {
-	iv  vertex.Interval
+	iv  window.Interval
 	key string
 	ids string
 }
@@ -54,7 +55,7 @@ func (h *windowHarness) add(id, key string, et, wm int64) bool {
 
 func (h *windowHarness) close(wm int64) []closed {
 	var out []closed
-	err := h.set.closeUpTo(wm, func(iv vertex.Interval, p *pane[[]string]) error {
+	err := h.set.closeUpTo(wm, func(iv window.Interval, p *pane[[]string]) error {
 		out = append(out, closed{iv: iv, key: p.keys[0], ids: strings.Join(p.state, ",")})
 		return nil
 	})
@@ -202,7 +203,7 @@ type naiveSessions struct {
 }
 
 func (n *naiveSessions) add(id, key string, t, wm int64) bool {
-	iv := vertex.Interval{Start: t, End: t + n.gap}
+	iv := window.Interval{Start: t, End: t + n.gap}
 	var keep []*closed
 	merged := &closed{iv: iv, key: key, ids: id}
 	var hit []*closed

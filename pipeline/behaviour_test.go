@@ -302,7 +302,7 @@ func TestStatsBeforeRun(t *testing.T) {
 	if len(st) != 2 || st[0].Name != "src" || st[1].Name != "out" || st[0].Kind != "source" || st[1].Kind != "sink" {
 		t.Fatalf("Stats before Run: %+v", st)
 	}
-	if st[1].Stats != (forwarder.Stats{}) || st[1].Pending != 0 {
+	if st[1].Counters != (Counters{}) || st[1].Pending != 0 {
 		t.Fatalf("Stats before Run not zero: %+v", st[1])
 	}
 }

@@ -21,7 +21,7 @@ type buffer interface {
 
 // inputBuffer is the input buffer of a vertex reading T: one topic of
 // envelopes on the pipeline's storage (memory passes them without encoding,
-// durable storage encodes them, see vertex.EnvelopeCodec) and one consumer
+// durable storage encodes them, see internal/envelope) and one consumer
 // per replica, all in the group named after the vertex, which durable
 // storage recovers with its commits.
 type inputBuffer[T any] struct {

@@ -43,7 +43,7 @@
 // encoded) or [MMap] under a data directory ([WithDataDir] for short):
 // memory-mapped files, one isb/mmap topic per reading vertex in
 // {dir}/{pipeline}/{vertex}/, each message stored in the versioned envelope
-// encoding of vertex.EnvelopeCodec (ID, event time, keys, tags, headers,
+// encoding of internal/envelope (ID, event time, keys, tags, headers,
 // and the value through the codec [WithCodec] sets for its type, JSON by
 // default; what the reader sets, the watermark and lateness, is not
 // stored). A pipeline started again on the same directory resumes: each

@@ -45,14 +45,14 @@ func (r *recorder) Observe(int, time.Time) time.Time {
 	return time.Unix(5, 0)
 }
 
-// WithHooks gives every replica its hooks: the readers fetch a watermark
+// withHooks gives every replica its hooks: the readers fetch a watermark
 // per read batch, the writers publish per edge, the source observes batches,
 // and the messages carry the fetched watermark.
 func TestWithHooksWiresEveryReplica(t *testing.T) {
 	rec := &recorder{publishes: map[string]int{}}
 	var mu sync.Mutex
 	replicas := map[string]int{}
-	p := New("hooked", WithHooks(func(v string, r int) forwarder.Hooks {
+	p := New("hooked", withHooks(func(v string, r int) forwarder.Hooks {
 		mu.Lock()
 		replicas[v]++
 		mu.Unlock()

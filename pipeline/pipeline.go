@@ -54,10 +54,11 @@ func WithLogger(l *zap.Logger) Option { return func(c *config) { c.logger = l } 
 // what is in flight and returns ErrDrainTimeout.
 func DrainTimeout(d time.Duration) Option { return func(c *config) { c.drainTimeout = d } }
 
-// WithHooks gives each replica its watermark and work-in-progress hooks
-// instead of the built-in watermarks (see Watermarks). f is called once
-// per replica when Run starts.
-func WithHooks(f func(vertex string, replica int) forwarder.Hooks) Option {
+// withHooks gives each replica its watermark and work-in-progress hooks
+// instead of the built-in watermarks (see Watermarks): the seam tests use
+// to watch the forwarders' calls. f is called once per replica when Run
+// starts.
+func withHooks(f func(vertex string, replica int) forwarder.Hooks) Option {
 	return func(c *config) { c.hooks = f }
 }
 
@@ -129,11 +130,11 @@ type node struct {
 	name        string
 	kind        kind
 	opts        []vertex.Option
-	cfg         vertex.Config // set by validate
-	ins         []streamPart  // edges into the node
-	outs        []outEdge     // edges out of the node, set by validate
-	check       func() error  // the vertex's own validation (nil function, source options)
-	hasFallback bool          // a sink with a fallback sink
+	cfg         forwarder.Options // set by validate
+	ins         []streamPart      // edges into the node
+	outs        []outEdge         // edges out of the node, set by validate
+	check       func() error      // the vertex's own validation (nil function, source options)
+	hasFallback bool              // a sink with a fallback sink
 	// readParts is how many partitions a source reads (a
 	// vertex.PartitionedSource's ReadPartitions; 0 otherwise): its
 	// watermark is kept per partition.

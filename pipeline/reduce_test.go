@@ -57,7 +57,7 @@ func TestReduceValidationNamesTheVertex(t *testing.T) {
 			agg.Merge = nil
 			res, _ := Reduce(p, "windowed", s, vertex.Session(time.Second), agg)
 			Sink(p, "out", res, vertex.Blackhole[vertex.Windowed[int64]]())
-		}, vertex.ErrInvalidOption},
+		}, ErrInvalidOption},
 		{"nil streaming reducer", func(p *Pipeline, s Stream[int]) {
 			res, _ := ReduceStream[int, int](p, "windowed", s, vertex.Fixed(time.Second), nil)
 			Sink(p, "out", res, vertex.Blackhole[vertex.Windowed[int]]())

@@ -6,13 +6,14 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/runnel-dev/runnel/forwarder"
+	"github.com/runnel-dev/runnel/internal/vconfig"
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/vertex"
 	"github.com/runnel-dev/runnel/wal"
@@ -198,11 +199,11 @@ func logsReduce(s Storage) bool {
 // entries appended in offset order; concurrent shards would interleave
 // them, and after a crash that left a later entry durable and an earlier
 // one not, the earlier message would be skipped on redelivery.
-func reduceConcurrency(s Storage, c *vertex.Config) error {
+func reduceConcurrency(s Storage, c *forwarder.Options) error {
 	if !logsReduce(s) || c.Concurrency == 1 {
 		return nil
 	}
-	if slices.Contains(c.Given(), "Concurrency") {
+	if c.Set&vconfig.Concurrency != 0 {
 		return &isb.OptionError{Package: "pipeline", Option: "Concurrency", Value: c.Concurrency,
 			Reason: "a reduce on durable storage runs one shard: its WAL needs each partition's entries in offset order"}
 	}

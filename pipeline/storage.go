@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/envelope"
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/isb/codec"
 	"github.com/runnel-dev/runnel/isb/memory"
@@ -62,7 +63,7 @@ func (memoryStorage) storage()       {}
 
 // MMap returns durable storage under dir: the buffers of pipeline p are
 // isb/mmap topics in dir/{p}/{vertex}/, each message stored in the
-// envelope encoding (vertex.EnvelopeCodec) with its value encoded by the
+// envelope encoding (internal/envelope) with its value encoded by the
 // codec [WithCodec] gives for its type (JSON by default). opts are
 // passed to mmap.New after the pipeline's defaults for buffers
 // (SegmentSize(32 MiB); MaxRetainedConsumedSegments(0): a consumed segment
@@ -194,7 +195,7 @@ func openTopicBackend[T any](c *config, spec topicSpec) (*isb.Topic[vertex.Messa
 		opts := append([]mmap.Option{
 			mmap.SegmentSize(mmapBufferSegment),
 			mmap.MaxRetainedConsumedSegments(mmapRetained),
-			mmap.WithCodec(vertex.EnvelopeCodec(valueCodec[T](c))),
+			mmap.WithCodec(envelope.Codec(valueCodec[T](c))),
 		}, s.opts...)
 		b, err := mmap.New[vertex.Message[T]](filepath.Join(s.dir, spec.pipeline), opts...)
 		if err != nil {

@@ -5,22 +5,21 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 
+	"github.com/runnel-dev/runnel/internal/crc32c"
+	"github.com/runnel-dev/runnel/internal/fsutil"
 	"github.com/runnel-dev/runnel/isb"
-
 	"github.com/runnel-dev/runnel/vertex"
 )
 
 // Source state: on durable storage a source that is vertex.Resumable keeps
 // its position in one file, {data dir}/{pipeline}/{vertex}.source (a vertex
 // name has no '.', so it never collides with a buffer's directory). The
-// file is replaced atomically: written to {file}.tmp, fsynced, renamed over
-// the file, and the directory fsynced. Integers are little-endian.
+// file is replaced atomically (fsutil.WriteFileAtomic): written to
+// {file}.tmp, fsynced, renamed over the file, and the directory fsynced. Integers are little-endian.
 //
 //	+--------+-------------+----------------+------------------+---------+
 //	| "RNSS" | version u32 | length u32     | crc32c u32       | payload |
@@ -72,8 +71,6 @@ const (
 	stateSuffix     = ".source"
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // savedState is what a state file holds.
 type savedState struct {
 	state []byte
@@ -100,7 +97,7 @@ func encodeState(s savedState) []byte {
 	}
 	payload := b[stateHeaderSize:]
 	binary.LittleEndian.PutUint32(b[8:], uint32(len(payload)))
-	binary.LittleEndian.PutUint32(b[12:], crc32.Checksum(payload, castagnoli))
+	binary.LittleEndian.PutUint32(b[12:], crc32c.Checksum(payload))
 	return b
 }
 
@@ -125,7 +122,7 @@ func decodeState(file string, b []byte) (savedState, error) {
 		return bad(8, "length %d, but %d bytes follow the header", n, len(b)-stateHeaderSize)
 	}
 	payload := b[stateHeaderSize:]
-	if got, want := crc32.Checksum(payload, castagnoli), binary.LittleEndian.Uint32(b[12:]); got != want {
+	if got, want := crc32c.Checksum(payload), binary.LittleEndian.Uint32(b[12:]); got != want {
 		return bad(12, "checksum %#08x, the payload's is %#08x", want, got)
 	}
 	if v == 1 {
@@ -248,45 +245,11 @@ func (f stateFile) Save(state []byte) error {
 	if f.anchors != nil {
 		s.anchors = f.anchors.now()
 	}
-	tmp := f.path + ".tmp"
-	if err := writeSynced(tmp, encodeState(s)); err != nil {
+	if err := fsutil.WriteFileAtomic(f.path, encodeState(s)); err != nil {
 		return fmt.Errorf("pipeline: source state: %w", err)
-	}
-	if err := os.Rename(tmp, f.path); err != nil {
-		return fmt.Errorf("pipeline: source state: %w", err)
-	}
-	if err := syncDir(filepath.Dir(f.path)); err != nil {
-		return err
 	}
 	if f.anchors != nil {
 		return f.anchors.hold(s.anchors)
-	}
-	return nil
-}
-
-func writeSynced(path string, b []byte) error {
-	file, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = file.Write(b)
-	if err == nil {
-		err = file.Sync()
-	}
-	return errors.Join(err, file.Close())
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("pipeline: source state: %w", err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("pipeline: source state: sync %s: %w", dir, err)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/crc32c"
+	"github.com/runnel-dev/runnel/internal/fsutil"
 	"github.com/runnel-dev/runnel/vertex"
 )
 
@@ -49,7 +50,7 @@ func encodeStateV1(state []byte) []byte {
 	b := []byte(stateMagic)
 	b = binary.LittleEndian.AppendUint32(b, 1)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(state)))
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(state, castagnoli))
+	b = binary.LittleEndian.AppendUint32(b, crc32c.Checksum(state))
 	return append(b, state...)
 }
 
@@ -58,7 +59,7 @@ func encodeStateV1(state []byte) []byte {
 func refix(b []byte) []byte {
 	b = append([]byte(nil), b...)
 	binary.LittleEndian.PutUint32(b[8:], uint32(len(b)-stateHeaderSize))
-	binary.LittleEndian.PutUint32(b[12:], crc32.Checksum(b[stateHeaderSize:], castagnoli))
+	binary.LittleEndian.PutUint32(b[12:], crc32c.Checksum(b[stateHeaderSize:]))
 	return b
 }
 
@@ -227,3 +228,7 @@ func TestGeneratorResumesOnDurableStorage(t *testing.T) {
 		t.Fatalf("delivered %d distinct messages, want %d", len(delivered), n)
 	}
 }
+
+// writeSynced writes a state file as Save does, for tests that set one up
+// before a run.
+func writeSynced(path string, b []byte) error { return fsutil.WriteFileAtomic(path, b) }

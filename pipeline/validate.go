@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/runnel-dev/runnel/forwarder"
+	"github.com/runnel-dev/runnel/internal/vconfig"
 	"github.com/runnel-dev/runnel/isb"
 
 	"github.com/runnel-dev/runnel/vertex"
@@ -30,7 +32,7 @@ func (p *Pipeline) validate() (config, error) {
 		if n.refused {
 			continue
 		}
-		c, err := vertex.NewConfig(n.opts...)
+		c, err := forwarder.NewOptions(n.opts...)
 		if err != nil {
 			vertexErr(n, err)
 		}
@@ -67,7 +69,7 @@ func (p *Pipeline) validate() (config, error) {
 				continue
 			}
 			seen[part.from] = true
-			if err := vertex.ValidateCondition(part.when); err != nil {
+			if err := part.when.Validate(); err != nil {
 				vertexErr(n, fmt.Errorf("edge from %q: %w", part.from.name, err))
 			}
 			part.from.outs = append(part.from.outs, outEdge{to: n, when: part.when, full: part.full, late: part.late})
@@ -124,13 +126,13 @@ func (p *Pipeline) cycle() *node {
 // kindErrors refuses the options given to a vertex that do not apply to its
 // kind: a source has no input buffer, so the options of one (Partitions,
 // PartitionByKey, BufferCapacity, ...) would be silently ignored there.
-func kindErrors(k kind, c vertex.Config) []error {
+func kindErrors(k kind, c forwarder.Options) []error {
 	if k != kindSource {
 		return nil
 	}
 	var errs []error
 	for _, name := range c.Given() {
-		if slices.Contains(vertex.InputOptions, name) {
+		if slices.Contains(vconfig.InputOptions, name) {
 			errs = append(errs, &isb.OptionError{Package: "pipeline", Option: name, Value: k.String(),
 				Reason: "configures a vertex's input buffer, reader and stage; a source vertex has none"})
 		}

@@ -59,15 +59,15 @@ func TestValidationNamesTheVertex(t *testing.T) {
 		{"bad option", func(p *Pipeline) {
 			s := Source(p, "src", src())
 			Sink(p, "out", s, sink(), vertex.Replicas(3), vertex.Partitions(2))
-		}, vertex.ErrInvalidOption, "out"},
+		}, ErrInvalidOption, "out"},
 		{"max in flight below batch", func(p *Pipeline) {
 			s := Source(p, "src", src())
 			Sink(p, "out", s, sink(), vertex.BatchSize(10), vertex.MaxInFlight(5))
-		}, vertex.ErrInvalidOption, "out"},
+		}, ErrInvalidOption, "out"},
 		{"fallback policy without fallback", func(p *Pipeline) {
 			s := Source(p, "src", src())
 			Sink(p, "out", s, sink(), vertex.Retry(vertex.RetryPolicy{OnExhausted: vertex.ToFallback}))
-		}, vertex.ErrInvalidOption, "out"},
+		}, ErrInvalidOption, "out"},
 		{"empty tag condition", func(p *Pipeline) {
 			s := Source(p, "src", src())
 			Sink(p, "out", s.Where(vertex.AnyTag()), sink())
@@ -75,15 +75,15 @@ func TestValidationNamesTheVertex(t *testing.T) {
 		{"nil sink function", func(p *Pipeline) {
 			s := Source(p, "src", src())
 			Sink(p, "out", s, vertex.Func[int](nil))
-		}, vertex.ErrInvalidOption, "out"},
+		}, ErrInvalidOption, "out"},
 		{"nil sink channel", func(p *Pipeline) {
 			s := Source(p, "src", src())
 			Sink(p, "out", s, vertex.ToChannel[int](nil))
-		}, vertex.ErrInvalidOption, "out"},
+		}, ErrInvalidOption, "out"},
 		{"bad generator option", func(p *Pipeline) {
 			s := Source(p, "gen", vertex.Generator(func(i int64) int { return 0 }, vertex.Rate(-1)))
 			Sink(p, "out", s, sink())
-		}, vertex.ErrInvalidOption, "gen"},
+		}, ErrInvalidOption, "gen"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

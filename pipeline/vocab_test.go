@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/runnel-dev/runnel/forwarder"
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/isb/memory"
 	"github.com/runnel-dev/runnel/isb/mmap"
@@ -140,7 +141,7 @@ func TestPartitionsZeroRefused(t *testing.T) {
 	if got, want := err.Error(), `pipeline: vertex "out": vertex: option Partitions: must be at least 1 (got 0)`; got != want {
 		t.Fatalf("Run = %q; want %q", got, want)
 	}
-	if _, err := vertex.NewConfig(vertex.MaxInFlight(0)); err == nil || err.Error() != "vertex: option MaxInFlight: must be at least BatchSize (500) (got 0)" {
+	if _, err := forwarder.NewOptions(vertex.MaxInFlight(0)); err == nil || err.Error() != "vertex: option MaxInFlight: must be at least BatchSize (500) (got 0)" {
 		t.Fatalf("NewConfig(MaxInFlight(0)) = %v; want it refused", err)
 	}
 }

@@ -33,11 +33,11 @@ type WatermarkConfig struct {
 	// PartitionIdleThreshold: a buffer partition a replica has not written
 	// to for this long gets one control message, then idle WMBs, so that
 	// its reader's watermark does not wait for data that is not coming
-	// (default DefaultPartitionIdleThreshold).
+	// (default 1s).
 	PartitionIdleThreshold time.Duration
 	// IdleInterval is how often (wall-clock time) replicas check their
-	// quiet input and output partitions (default forwarder's
-	// DefaultIdleInterval). What is idle is judged on Clock.
+	// quiet input and output partitions (default 100ms). What is idle is
+	// judged on Clock.
 	IdleInterval time.Duration
 	// HeartbeatInterval is how often (wall-clock time) every replica
 	// heartbeats (default watermark.DefaultHeartbeatInterval);
@@ -46,7 +46,7 @@ type WatermarkConfig struct {
 	HeartbeatInterval time.Duration
 	HeartbeatTimeout  time.Duration
 	// Throttle is the minimum time between two WMBs of a replica for one
-	// partition (default DefaultWatermarkThrottle); 0 is the default, so use
+	// partition (default 10ms); 0 is the default, so use
 	// a tiny value such as time.Nanosecond to publish every advance (which
 	// costs nothing while nothing advances: a WMB held back is published by
 	// a timer armed when it is held).
@@ -55,10 +55,10 @@ type WatermarkConfig struct {
 	Clock watermark.Clock
 }
 
-// Watermark defaults of a pipeline.
+// Watermark defaults of a pipeline, stated in WatermarkConfig's fields.
 const (
-	DefaultPartitionIdleThreshold = time.Second
-	DefaultWatermarkThrottle      = 10 * time.Millisecond
+	defaultPartitionIdleThreshold = time.Second
+	defaultWatermarkThrottle      = 10 * time.Millisecond
 )
 
 // Watermarks configures the pipeline's watermarks (on by default, with
@@ -72,7 +72,7 @@ func WatermarkStore(s watermark.Store) Option { return func(o *config) { o.wmSto
 
 // WithoutWatermarks turns watermarks off: messages carry no watermark,
 // sources mark nothing late, and nothing is published (the benchmark
-// baseline). WithHooks also turns the built-in watermarks off.
+// baseline).
 func WithoutWatermarks() Option { return func(o *config) { o.wmOff = true } }
 
 // resolve validates c once and fills in the defaults; bad fields are an
@@ -98,7 +98,7 @@ func (c WatermarkConfig) resolve() (WatermarkConfig, error) {
 		c.IdleIncrement = c.IdleStep
 	}
 	if c.PartitionIdleThreshold == 0 {
-		c.PartitionIdleThreshold = DefaultPartitionIdleThreshold
+		c.PartitionIdleThreshold = defaultPartitionIdleThreshold
 	}
 	if c.HeartbeatInterval == 0 {
 		c.HeartbeatInterval = watermark.DefaultHeartbeatInterval
@@ -111,7 +111,7 @@ func (c WatermarkConfig) resolve() (WatermarkConfig, error) {
 			Reason: fmt.Sprintf("must exceed HeartbeatInterval (%v), or every replica looks dead between heartbeats", c.HeartbeatInterval)}
 	}
 	if c.Throttle == 0 {
-		c.Throttle = DefaultWatermarkThrottle
+		c.Throttle = defaultWatermarkThrottle
 	}
 	return c, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/runnel-dev/runnel/forwarder"
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/isb/memory"
 	"github.com/runnel-dev/runnel/vertex"
@@ -100,7 +101,7 @@ func TestReplicaPublisherIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt := &runtime{cfg: config{wm: wm}, log: zap.NewNop(), hard: ctx}
-	to := &node{name: "b", cfg: vertex.Config{Partitions: 2}}
+	to := &node{name: "b", cfg: forwarder.Options{Partitions: 2}}
 	from := &node{name: "a", outs: []outEdge{{to: to}}}
 	store := watermark.NewMemStore()
 	rp, err := newReplicaPublisher(rt, store, from, 0)

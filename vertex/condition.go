@@ -87,8 +87,8 @@ func (c *Condition) Match(tags []string) bool {
 	return false
 }
 
-// validate reports the first problem of c, for [ValidateCondition].
-func (c *Condition) validate() string {
+// problem reports the first problem of c, for [Condition.Validate].
+func (c *Condition) problem() string {
 	if c == nil {
 		return ""
 	}
@@ -111,13 +111,13 @@ func (c *Condition) validate() string {
 		if c.subs[0] == nil {
 			return "Not needs a condition"
 		}
-		return c.subs[0].validate()
+		return c.subs[0].problem()
 	case opAnd, opOr:
 		if len(c.subs) == 0 {
 			return "And and Or need at least one condition"
 		}
 		for _, s := range c.subs {
-			if msg := s.validate(); msg != "" {
+			if msg := s.problem(); msg != "" {
 				return msg
 			}
 		}
@@ -126,11 +126,12 @@ func (c *Condition) validate() string {
 	return "a condition must be built with AnyTag, AllTags, Not, And or Or"
 }
 
-// ValidateCondition returns an error wrapping [ErrInvalidCondition] when c
-// cannot match as written (no tags, an empty tag, a tag under
-// [ReservedTagPrefix], a zero Condition).
-func ValidateCondition(c *Condition) error {
-	if msg := c.validate(); msg != "" {
+// Validate returns a *ConditionError, which matches [ErrInvalidCondition],
+// when c cannot match as written (no tags, an empty tag, a tag under
+// [ReservedTagPrefix], a zero Condition); a nil c is valid. The pipeline
+// validates the condition of every edge when it starts.
+func (c *Condition) Validate() error {
+	if msg := c.problem(); msg != "" {
 		return &ConditionError{Condition: c.String(), Reason: msg}
 	}
 	return nil

@@ -9,10 +9,6 @@ import (
 
 // Sentinel errors of package vertex, matched with errors.Is.
 var (
-	// ErrInvalidOption is isb.ErrInvalidOption (the same value), matched by
-	// the option errors of every runnel package. Kept so callers that test
-	// vertex.ErrInvalidOption go on working.
-	ErrInvalidOption = isb.ErrInvalidOption
 	// ErrInvalidCondition is matched by every *ConditionError.
 	ErrInvalidCondition = errors.New("vertex: invalid tag condition")
 	// ErrResultCount is returned when a sink or batch-map function returns a
@@ -23,7 +19,9 @@ var (
 )
 
 // OptionError is isb.OptionError, runnel's one option error: a vertex
-// option that failed validation, named with Package "vertex".
+// option that failed validation, named with Package "vertex". It matches
+// pipeline.ErrInvalidOption (isb.ErrInvalidOption), as the option errors
+// of every runnel package do.
 type OptionError = isb.OptionError
 
 // optionError is a vertex option that failed validation.

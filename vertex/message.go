@@ -17,8 +17,8 @@ type Message[T any] struct {
 	EventTime time.Time
 	// Watermark is the event-time progress of the reading vertex when the
 	// message was read: no message with an earlier event time is expected
-	// any more, unless Late. It is set by the reader; what a UDF sets here
-	// is ignored.
+	// any more, unless Late. The runtime sets it when the message is read,
+	// for a function or sink to read; what a UDF sets here is ignored.
 	Watermark time.Time
 	// Keys route the message to a partition when the destination vertex
 	// partitions by key ([PartitionByKey], [OrderByKey]), and group it in
@@ -31,8 +31,11 @@ type Message[T any] struct {
 	Headers map[string]string
 	// Value is the user's payload.
 	Value T
-	// Late reports that the event time was already behind the watermark
-	// when a source read the message.
+	// Late reports that the event time was already behind the source's
+	// watermark when the source read the message. The runtime sets it, on
+	// the messages a source reads, for a function or sink to read; it is
+	// not stored in buffers on durable storage. A reduce vertex judges
+	// lateness against its own watermark (see [Windowing]).
 	Late bool
 }
 

@@ -1,9 +1,6 @@
 package vertex
 
-import (
-	"fmt"
-	"runtime/debug"
-)
+import "fmt"
 
 // PanicError is the error a user function, source or sink returns in
 // place of a panic. The runtime recovers every panic of user code, so that
@@ -30,21 +27,3 @@ func (e *PanicError) Unwrap() error {
 
 // Is makes errors.Is(err, ErrPanic) true.
 func (e *PanicError) Is(target error) bool { return target == ErrPanic }
-
-// Recover, deferred directly by a function that calls user code, turns a
-// panic of that call into a *PanicError stored in *err (the deferring
-// function's named error result):
-//
-//	func call(f func() error) (err error) {
-//		defer vertex.Recover(&err)
-//		return f()
-//	}
-//
-// It costs a deferred call when nothing panics. It must be deferred itself,
-// not called from a deferred closure: recover stops a panic only when
-// called by the deferred function.
-func Recover(err *error) {
-	if v := recover(); v != nil {
-		*err = &PanicError{Value: v, Stack: debug.Stack()}
-	}
-}

@@ -46,20 +46,6 @@ type RetryPolicy struct {
 // DefaultRetryPolicy is the policy of a vertex without [Retry].
 var DefaultRetryPolicy = RetryPolicy{MaxAttempts: 5, InitialBackoff: 10 * time.Millisecond, MaxBackoff: time.Second}
 
-// withDefaults fills the zero fields of p from DefaultRetryPolicy.
-func (p RetryPolicy) withDefaults() RetryPolicy {
-	if p.MaxAttempts == 0 {
-		p.MaxAttempts = DefaultRetryPolicy.MaxAttempts
-	}
-	if p.InitialBackoff == 0 {
-		p.InitialBackoff = DefaultRetryPolicy.InitialBackoff
-	}
-	if p.MaxBackoff == 0 {
-		p.MaxBackoff = DefaultRetryPolicy.MaxBackoff
-	}
-	return p
-}
-
 // Backoff returns the wait after the given failed attempt (1-based).
 func (p RetryPolicy) Backoff(attempt int) time.Duration {
 	d := p.InitialBackoff

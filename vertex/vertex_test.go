@@ -7,6 +7,9 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/runnel-dev/runnel/internal/replicactx"
+	"github.com/runnel-dev/runnel/isb"
 )
 
 func TestConditions(t *testing.T) {
@@ -35,47 +38,17 @@ func TestConditions(t *testing.T) {
 		}
 	}
 	for _, bad := range []*Condition{AnyTag(), AllTags("a", ""), Not(nil), And(), Or(AnyTag()), {}} {
-		if err := ValidateCondition(bad); !errors.Is(err, ErrInvalidCondition) {
-			t.Errorf("ValidateCondition(%s) = %v, want ErrInvalidCondition", bad, err)
+		if err := bad.Validate(); !errors.Is(err, ErrInvalidCondition) {
+			t.Errorf("%s.Validate() = %v, want ErrInvalidCondition", bad, err)
 		}
 	}
-	if err := ValidateCondition(Not(And(AnyTag("a"), AllTags("b")))); err != nil {
+	if err := Not(And(AnyTag("a"), AllTags("b"))).Validate(); err != nil {
 		t.Errorf("a valid condition: %v", err)
 	}
 	// A reserved tag never reaches an edge: a condition on it is a mistake.
-	err := ValidateCondition(Or(AnyTag("a"), AllTags("b", DropTag)))
+	err := Or(AnyTag("a"), AllTags("b", DropTag)).Validate()
 	if want := `vertex: condition or(any(a),all(b,runnel/drop)): tag "runnel/drop" is reserved (prefix runnel/)`; !errors.Is(err, ErrInvalidCondition) || err.Error() != want {
-		t.Errorf("ValidateCondition with a reserved tag = %v; want %q", err, want)
-	}
-}
-
-func TestNewConfigDefaultsAndErrors(t *testing.T) {
-	c, err := NewConfig(Replicas(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Partitions != 3 || c.BatchSize != DefaultBatchSize || c.MaxInFlight != 4*DefaultBatchSize ||
-		c.Concurrency != DefaultConcurrency || c.Retry != DefaultRetryPolicy || c.BufferCapacity != DefaultBufferCapacity {
-		t.Fatalf("defaults %+v", c)
-	}
-	bad := map[string][]Option{
-		"Replicas":          {Replicas(0)},
-		"Partitions":        {Replicas(2), Partitions(1)},
-		"BatchSize":         {BatchSize(0)},
-		"MaxInFlight":       {BatchSize(10), MaxInFlight(9)},
-		"Concurrency":       {Concurrency(-1)},
-		"BufferCapacity":    {BufferCapacity(-5)},
-		"BufferFull":        {BufferFull(FullMode(9))},
-		"Retry.MaxAttempts": {Retry(RetryPolicy{MaxAttempts: -1})},
-		"Retry.MaxBackoff":  {Retry(RetryPolicy{InitialBackoff: time.Second, MaxBackoff: time.Millisecond})},
-		"Retry.OnExhausted": {Retry(RetryPolicy{OnExhausted: Exhausted(7)})},
-	}
-	for option, opts := range bad {
-		_, err := NewConfig(opts...)
-		var oe *OptionError
-		if !errors.As(err, &oe) || oe.Option != option || !errors.Is(err, ErrInvalidOption) {
-			t.Errorf("%s: %v, want an *OptionError naming it", option, err)
-		}
+		t.Errorf("Validate with a reserved tag = %v; want %q", err, want)
 	}
 }
 
@@ -128,7 +101,7 @@ func TestGenerator(t *testing.T) {
 		Generator[int](nil), Generator(func(int64) int { return 0 }, Rate(-1)),
 		Generator(func(int64) int { return 0 }, Count(-1)), Generator(func(int64) int { return 0 }, Keys(-2)),
 	} {
-		if err := bad.Validate(); !errors.Is(err, ErrInvalidOption) {
+		if err := bad.Validate(); !errors.Is(err, isb.ErrInvalidOption) {
 			t.Errorf("Validate: %v, want ErrInvalidOption", err)
 		}
 	}
@@ -157,7 +130,7 @@ func TestGeneratorRateRange(t *testing.T) {
 	for _, r := range []float64{1e-12, 1e-10} {
 		err := Generator(func(int64) int { return 0 }, Rate(r)).Validate()
 		var oe *OptionError
-		if !errors.Is(err, ErrInvalidOption) || !errors.As(err, &oe) || oe.Option != "Rate" || oe.Value != r {
+		if !errors.Is(err, isb.ErrInvalidOption) || !errors.As(err, &oe) || oe.Option != "Rate" || oe.Value != r {
 			t.Errorf("Validate with Rate(%g) = %v; want an *OptionError naming Rate and %g", r, err, r)
 		}
 	}
@@ -205,7 +178,7 @@ func TestSliceChannelAndSeqSources(t *testing.T) {
 	if _, err := half.Read(context.Background(), 1); !errors.Is(err, io.EOF) {
 		t.Fatalf("Read after Close: %v, want io.EOF", err)
 	}
-	if err := FromChannel[int](nil).Validate(); !errors.Is(err, ErrInvalidOption) {
+	if err := FromChannel[int](nil).Validate(); !errors.Is(err, isb.ErrInvalidOption) {
 		t.Fatalf("nil channel: %v", err)
 	}
 }
@@ -265,7 +238,7 @@ func TestReplicaContext(t *testing.T) {
 	if _, ok := ReplicaFrom(context.Background()); ok {
 		t.Fatal("ReplicaFrom of a plain context reported a replica")
 	}
-	ctx := WithReplica(context.Background(), Replica{Vertex: "map", Index: 2})
+	ctx := replicactx.With(context.Background(), Replica{Vertex: "map", Index: 2})
 	if r, ok := ReplicaFrom(ctx); !ok || r != (Replica{Vertex: "map", Index: 2}) {
 		t.Fatalf("ReplicaFrom = %+v, %v, want map 2", r, ok)
 	}
@@ -288,7 +261,7 @@ func TestNilSinkArgumentsFailValidation(t *testing.T) {
 			t.Fatalf("%T has no Validate", c.sink)
 		}
 		err := v.Validate()
-		if !errors.Is(err, ErrInvalidOption) || err.Error() != c.want {
+		if !errors.Is(err, isb.ErrInvalidOption) || err.Error() != c.want {
 			t.Errorf("Validate = %v; want %q", err, c.want)
 		}
 	}

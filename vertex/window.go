@@ -3,6 +3,8 @@ package vertex
 import (
 	"fmt"
 	"time"
+
+	"github.com/runnel-dev/runnel/internal/window"
 )
 
 // WindowKind is how a reduce vertex groups messages in event time.
@@ -46,17 +48,6 @@ func (w Window) EventTime() time.Time { return w.End.Add(-time.Millisecond) }
 // String formats w as [start, end) in RFC 3339 with nanoseconds, UTC.
 func (w Window) String() string {
 	return "[" + w.Start.UTC().Format(time.RFC3339Nano) + ", " + w.End.UTC().Format(time.RFC3339Nano) + ")"
-}
-
-// Interval is a window in Unix nanoseconds, [Start, End): the form the
-// forwarder computes with (comparable, and cheap to hash as a map key).
-type Interval struct {
-	Start, End int64
-}
-
-// Window returns iv as a Window in UTC.
-func (iv Interval) Window() Window {
-	return Window{Start: time.Unix(0, iv.Start).UTC(), End: time.Unix(0, iv.End).UTC()}
 }
 
 // Windowing says how a reduce vertex assigns messages to windows and when
@@ -153,51 +144,17 @@ func (w Windowing) Validate() error {
 	return nil
 }
 
-// AssignUnixNano appends to dst the windows a message with event time t
-// (Unix nanoseconds) belongs to and returns the extended slice: one for
-// fixed windows; for sliding windows every window with start <= t < end,
-// latest start first (Flink's SlidingEventTimeWindows.assignWindows); for
+// Assign returns the windows a message with event time t belongs to: one
+// for fixed windows; for sliding windows every window with start <= t <
+// end, latest start first (as Flink's SlidingEventTimeWindows); for
 // sessions the proto-session [t, t+Gap), which the reduce merges with the
 // key's open sessions. w must be valid.
-func (w Windowing) AssignUnixNano(t int64, dst []Interval) []Interval {
-	switch w.Kind {
-	case FixedWindows:
-		start := alignedStart(t, int64(w.Offset), int64(w.Length))
-		return append(dst, Interval{Start: start, End: start + int64(w.Length)})
-	case SlidingWindows:
-		size, slide := int64(w.Length), int64(w.Slide)
-		for start := alignedStart(t, int64(w.Offset), slide); start > t-size; start -= slide {
-			dst = append(dst, Interval{Start: start, End: start + size})
-		}
-		return dst
-	case SessionWindows:
-		return append(dst, Interval{Start: t, End: t + int64(w.Gap)})
-	}
-	return dst
-}
-
-// Assign is AssignUnixNano for a time.Time, returning Windows.
 func (w Windowing) Assign(t time.Time) []Window {
-	ivs := w.AssignUnixNano(t.UnixNano(), nil)
+	ivs := window.Spec{Kind: uint8(w.Kind), Length: int64(w.Length), Slide: int64(w.Slide),
+		Gap: int64(w.Gap), Offset: int64(w.Offset), AllowedLateness: int64(w.AllowedLateness)}.Assign(t.UnixNano(), nil)
 	out := make([]Window, len(ivs))
 	for i, iv := range ivs {
-		out[i] = iv.Window()
+		out[i] = Window{Start: time.Unix(0, iv.Start).UTC(), End: time.Unix(0, iv.End).UTC()}
 	}
 	return out
 }
-
-// alignedStart is the start of the period-aligned window containing t:
-// Flink's TimeWindow.getWindowStartWithOffset, with a floored remainder so
-// that event times before the epoch (or before the offset) align too.
-func alignedStart(t, offset, period int64) int64 {
-	rem := (t - offset) % period
-	if rem < 0 {
-		rem += period
-	}
-	return t - rem
-}
-
-// ClosedAt reports whether a window ending at end (Unix nanoseconds) is
-// closed at watermark wm: wm >= end + AllowedLateness. A message whose
-// windows are all closed is late.
-func (w Windowing) ClosedAt(end, wm int64) bool { return wm >= end+int64(w.AllowedLateness) }

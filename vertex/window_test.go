@@ -2,77 +2,12 @@ package vertex
 
 import (
 	"errors"
-	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
+
+	"github.com/runnel-dev/runnel/internal/window"
+	"github.com/runnel-dev/runnel/isb"
 )
-
-// flinkSliding is Flink's SlidingEventTimeWindows.assignWindows as its
-// source states it (for timestamps at or after offset, where Java's % and
-// a floored remainder agree):
-//
-//	lastStart = timestamp - (timestamp - offset + slide) % slide
-//	for (start = lastStart; start > timestamp - size; start -= slide)
-//	    windows.add(new TimeWindow(start, start + size))
-func flinkSliding(ts, size, slide, offset int64) []Interval {
-	var out []Interval
-	lastStart := ts - (ts-offset+slide)%slide
-	for start := lastStart; start > ts-size; start -= slide {
-		out = append(out, Interval{Start: start, End: start + size})
-	}
-	return out
-}
-
-// bruteSliding is the definition: every window offset + k*slide that
-// contains ts, latest start first; it works for any ts.
-func bruteSliding(ts, size, slide, offset int64) []Interval {
-	var out []Interval
-	// The k of the latest start at or before ts, found by stepping.
-	k := (ts - offset) / slide
-	for offset+k*slide > ts {
-		k--
-	}
-	for offset+(k+1)*slide <= ts {
-		k++
-	}
-	for ; offset+k*slide > ts-size; k-- {
-		out = append(out, Interval{Start: offset + k*slide, End: offset + k*slide + size})
-	}
-	return out
-}
-
-// Sliding assignment matches Flink's formula for timestamps at or after the
-// offset and the definition everywhere (also before the epoch), and a
-// message belongs to length/slide windows when slide divides length.
-func TestSlidingAssignmentMatchesFlink(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for range 20000 {
-		slide := 1 + r.Int64N(50)
-		size := slide * (1 + r.Int64N(6))
-		if r.IntN(3) == 0 {
-			size = slide + r.Int64N(5*slide) // not a multiple of slide
-		}
-		offset := r.Int64N(slide)
-		ts := r.Int64N(1_000_000) - 500_000
-		w := Sliding(time.Duration(size), time.Duration(slide)).WithOffset(time.Duration(offset))
-		if err := w.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		got := w.AssignUnixNano(ts, nil)
-		if want := bruteSliding(ts, size, slide, offset); !slices.Equal(got, want) {
-			t.Fatalf("Sliding(%d,%d) offset %d at %d: got %v, want %v", size, slide, offset, ts, got, want)
-		}
-		if ts >= offset {
-			if want := flinkSliding(ts, size, slide, offset); !slices.Equal(got, want) {
-				t.Fatalf("Sliding(%d,%d) offset %d at %d: got %v, Flink %v", size, slide, offset, ts, got, want)
-			}
-		}
-		if size%slide == 0 && int64(len(got)) != size/slide {
-			t.Fatalf("Sliding(%d,%d) at %d: %d windows, want length/slide = %d", size, slide, ts, len(got), size/slide)
-		}
-	}
-}
 
 // Fixed windows are aligned on the epoch plus the offset: an hourly window
 // with a 15 minute offset runs from :15 to :15.
@@ -114,22 +49,6 @@ func TestFixedEpochAlignmentWithOffset(t *testing.T) {
 	}
 }
 
-// A window closes at exactly end + allowed lateness: one instant below it
-// is open, at and above it is closed.
-func TestClosedAtLatenessBoundary(t *testing.T) {
-	const end = int64(10_000)
-	for _, lateness := range []time.Duration{0, 1, 5000} {
-		w := Fixed(10_000).WithAllowedLateness(lateness)
-		closeAt := end + int64(lateness)
-		if w.ClosedAt(end, closeAt-1) {
-			t.Errorf("lateness %v: closed at end+lateness-1", lateness)
-		}
-		if !w.ClosedAt(end, closeAt) || !w.ClosedAt(end, closeAt+1) {
-			t.Errorf("lateness %v: open at end+lateness or above", lateness)
-		}
-	}
-}
-
 func TestWindowingValidate(t *testing.T) {
 	tests := []struct {
 		w      Windowing
@@ -154,7 +73,7 @@ func TestWindowingValidate(t *testing.T) {
 	for _, tt := range tests {
 		err := tt.w.Validate()
 		var oe *OptionError
-		if !errors.As(err, &oe) || oe.Option != tt.option || !errors.Is(err, ErrInvalidOption) {
+		if !errors.As(err, &oe) || oe.Option != tt.option || !errors.Is(err, isb.ErrInvalidOption) {
 			t.Errorf("%+v: Validate() = %v, want an *OptionError for %s", tt.w, err, tt.option)
 		}
 	}
@@ -170,5 +89,13 @@ func TestWindowingValidate(t *testing.T) {
 	}
 	if err := Counting[int]().Validate(SessionWindows); err != nil {
 		t.Errorf("Counting: %v", err)
+	}
+}
+
+// The runtime computes windows with internal/window, whose kinds must be
+// vertex's.
+func TestWindowKindsMatchTheRuntime(t *testing.T) {
+	if FixedWindows != WindowKind(window.Fixed) || SlidingWindows != WindowKind(window.Sliding) || SessionWindows != WindowKind(window.Session) {
+		t.Fatalf("kinds %d %d %d, internal/window %d %d %d", FixedWindows, SlidingWindows, SessionWindows, window.Fixed, window.Sliding, window.Session)
 	}
 }

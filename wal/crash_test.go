@@ -1,19 +1,17 @@
 package wal
 
 import (
-	"bufio"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/runnel-dev/runnel/internal/crashtest"
 )
 
 // The crash test: a child process appends batches from several goroutines
@@ -48,17 +46,9 @@ func windowID(w Window) int { return int(w.Start.Sub(base) / (10 * time.Second))
 
 func crashChild() {
 	dir, round := os.Getenv("WAL_TEST_DIR"), os.Getenv("WAL_TEST_ROUND")
-	out := func(format string, args ...any) {
-		// One write per line: a line reaches the pipe whole or not at all.
-		os.Stdout.WriteString(fmt.Sprintf(format, args...) + "\n")
-	}
-	fail := func(format string, args ...any) {
-		out("E "+format, args...)
-		os.Exit(1)
-	}
 	w, err := Open(dir, crashOptions()...)
 	if err != nil {
-		fail("open: %v", err)
+		crashtest.Fail("open: %v", err)
 	}
 	rec := w.Recovered()
 	// Rebuild: the replayed windows are all from earlier rounds; close them
@@ -66,7 +56,7 @@ func crashChild() {
 	old := map[int]bool{}
 	for e, err := range w.Replay() {
 		if err != nil {
-			fail("replay: %v", err)
+			crashtest.Fail("replay: %v", err)
 		}
 		old[windowID(e.Windows[0])] = true
 	}
@@ -74,11 +64,11 @@ func crashChild() {
 	var cur atomic.Int64
 	cur.Store(int64(r * 1000))
 	gc := func(id int) {
-		out("g %d", id)
+		crashtest.Printf("g %d", id)
 		if err := w.GC(ctx, win(id).End, win(id)); err != nil {
-			fail("gc: %v", err)
+			crashtest.Fail("gc: %v", err)
 		}
-		out("G %d", id)
+		crashtest.Printf("G %d", id)
 	}
 	for id := range old {
 		gc(id)
@@ -100,11 +90,11 @@ func crashChild() {
 				for i := range batch {
 					batch[i] = crashEntry(p, next+int64(i), id)
 				}
-				out("a %d %d %d %d", p, next, n, id)
+				crashtest.Printf("a %d %d %d %d", p, next, n, id)
 				if err := w.Append(ctx, batch...); err != nil {
-					fail("append: %v", err)
+					crashtest.Fail("append: %v", err)
 				}
-				out("A %d %d %d", p, next, n)
+				crashtest.Printf("A %d %d %d", p, next, n)
 				next += int64(n)
 			}
 		}()
@@ -155,58 +145,26 @@ func TestCrash(t *testing.T) {
 	var appends, gcs, lines, replayed int
 	for round := range rounds {
 		replayed += m.verify(t, dir, round)
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"=crash", "WAL_TEST_DIR="+dir, "WAL_TEST_ROUND="+strconv.Itoa(round+1))
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		var wg sync.WaitGroup
-		var parsed []string
-		working := make(chan struct{}) // closed at the child's first acknowledged append
-		wg.Go(func() {
-			sc := bufio.NewScanner(stdout)
-			announced := false
-			for sc.Scan() {
-				line := sc.Text()
-				parsed = append(parsed, line)
-				if !announced && strings.HasPrefix(line, "A") {
-					close(working)
-					announced = true
-				}
-			}
-		})
+		child := crashtest.Start(t, "crash", "WAL_TEST_DIR="+dir, "WAL_TEST_ROUND="+strconv.Itoa(round+1))
 		// Kill at a random moment: every fourth round during Open, replay
 		// and the start's compaction, the others while appends, GCs and
 		// compactions run. The delay counts from the child's first
 		// acknowledged append, not from its start: a child under -race on
 		// a loaded machine can take longer to start than any fixed delay.
 		if round%4 != 0 {
-			select {
-			case <-working:
-			case <-time.After(30 * time.Second):
-			}
+			child.WaitLine("A", 30*time.Second) // the first acknowledged append
 		}
 		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		wg.Wait()
-		cmd.Wait()
-		for _, line := range parsed {
-			lines++
-			f := strings.Fields(line)
+		recs := crashtest.Records(t, fmt.Sprintf("round %d", round), child.Kill())
+		lines += len(recs)
+		for _, f := range recs {
 			switch f[0] {
-			case "E":
-				t.Fatalf("round %d: child failed: %s", round, line)
 			case "a", "A":
-				p, first, n := int32(atoi(f[1])), int64(atoi(f[2])), atoi(f[3])
+				p, first, n := int32(crashtest.Atoi(f[1])), int64(crashtest.Atoi(f[2])), crashtest.Atoi(f[3])
 				for i := range int64(n) {
 					k := crashKey{p, first + i}
 					if f[0] == "a" {
-						m.announced[k] = atoi(f[4])
+						m.announced[k] = crashtest.Atoi(f[4])
 					} else {
 						m.acked[k] = true
 					}
@@ -215,9 +173,9 @@ func TestCrash(t *testing.T) {
 					appends++
 				}
 			case "g":
-				m.gcIntent[atoi(f[1])] = true
+				m.gcIntent[crashtest.Atoi(f[1])] = true
 			case "G":
-				id := atoi(f[1])
+				id := crashtest.Atoi(f[1])
 				gcs++
 				delete(m.gcIntent, id)
 				m.closed[id] = true
@@ -315,22 +273,13 @@ func (m *crashModel) verify(t *testing.T, dir string, round int) int {
 	return len(present)
 }
 
-func atoi(s string) int {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		panic(err)
-	}
-	return n
-}
-
 // reopenChild appends batches to the log in WAL_TEST_DIR, which the parent
 // closed cleanly, from the offset after the last one it holds, printing
 // each acknowledged Append, until killed.
 func reopenChild() {
 	w, err := Open(os.Getenv("WAL_TEST_DIR"), SegmentSize(16<<10), CompactEvery(0))
 	if err != nil {
-		os.Stdout.WriteString("E open: " + err.Error() + "\n")
-		os.Exit(1)
+		crashtest.Fail("open: %v", err)
 	}
 	next := int64(0)
 	if off, ok := w.Recovered().LastOffsets[0]; ok {
@@ -344,11 +293,10 @@ func reopenChild() {
 			batch[i] = crashEntry(0, next+int64(i), 0)
 		}
 		if err := w.Append(ctx, batch...); err != nil {
-			os.Stdout.WriteString("E append: " + err.Error() + "\n")
-			os.Exit(1)
+			crashtest.Fail("append: %v", err)
 		}
 		next += int64(n)
-		os.Stdout.WriteString(fmt.Sprintf("A %d\n", next))
+		crashtest.Printf("A %d", next)
 	}
 }
 
@@ -373,42 +321,16 @@ func TestCrashAfterCleanReopen(t *testing.T) {
 		if err != nil || marker == 0 {
 			t.Fatalf("round %d: clean-close record %d, %v", round, marker, err)
 		}
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"=reopen", "WAL_TEST_DIR="+dir)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		working := make(chan struct{})
-		var lines []string
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				if len(lines) == 0 {
-					close(working)
-				}
-				lines = append(lines, sc.Text())
-			}
-		})
-		select {
-		case <-working:
-		case <-time.After(30 * time.Second):
-		}
+		child := crashtest.Start(t, "reopen", "WAL_TEST_DIR="+dir)
+		child.WaitLine("", 30*time.Second)
 		time.Sleep(time.Duration(rng.IntN(50)) * time.Millisecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		wg.Wait()
-		cmd.Wait()
+		lines := child.Kill()
 		for _, line := range lines {
 			f := strings.Fields(line)
 			if f[0] != "A" {
 				t.Fatalf("round %d: child: %s", round, line)
 			}
-			acked = int64(atoi(f[1]))
+			acked = int64(crashtest.Atoi(f[1]))
 		}
 		if len(lines) == 0 {
 			t.Fatalf("round %d: the child acknowledged nothing", round)

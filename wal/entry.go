@@ -3,10 +3,11 @@ package wal
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"time"
 	"unsafe"
+
+	"github.com/runnel-dev/runnel/internal/crc32c"
 )
 
 // Entry is one message the reduce read, as the log stores it.
@@ -68,8 +69,6 @@ const (
 	zeroTime = math.MinInt64
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // header is the fixed part of every entry.
 type header struct {
 	kind  byte
@@ -114,7 +113,7 @@ func appendHeader(dst []byte, kind byte) []byte {
 func seal(e []byte, batch uint64, flags byte) {
 	e[6] = flags
 	binary.LittleEndian.PutUint64(e[7:], batch)
-	binary.LittleEndian.PutUint32(e, crc32.Checksum(e[4:], castagnoli))
+	binary.LittleEndian.PutUint32(e, crc32c.Checksum(e[4:]))
 }
 
 func appendWindows(dst []byte, ws []Window) []byte {
@@ -212,7 +211,7 @@ func decodeHeader(e []byte) (header, error) {
 	if len(e) < headerSize {
 		return header{}, fmt.Errorf("%w: %d bytes, shorter than the %d-byte header", errDamaged, len(e), headerSize)
 	}
-	if got, want := crc32.Checksum(e[4:], castagnoli), binary.LittleEndian.Uint32(e); got != want {
+	if got, want := crc32c.Checksum(e[4:]), binary.LittleEndian.Uint32(e); got != want {
 		return header{}, fmt.Errorf("%w: crc32c %08x, stored %08x", errDamaged, got, want)
 	}
 	return parseHeader(e)

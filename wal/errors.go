@@ -3,11 +3,15 @@ package wal
 import (
 	"errors"
 	"fmt"
+
+	"github.com/runnel-dev/runnel/internal/fsutil"
 )
 
 // Sentinel errors, matched with errors.Is. Damage is a *CorruptError
 // (matching ErrCorrupt), an entry of another format version a
 // *VersionError (matching ErrVersion).
+
+// The errors of Open that are not about the log's content.
 var (
 	// ErrLocked is returned by Open when the directory is open in another
 	// WAL, in this process or another one.
@@ -15,12 +19,15 @@ var (
 	// ErrUnsupported is returned by Open on a system other than Linux and
 	// macOS: the WAL needs flock and read-only mappings as they work there.
 	ErrUnsupported = errors.New("wal: unsupported operating system")
+)
+
+// errNotHere is the error of Open off Linux and macOS.
+var errNotHere = fsutil.Unsupported(ErrUnsupported, "the WAL")
+
+// The errors of calls on an open WAL.
+var (
 	// ErrClosed is returned by calls on a closed WAL.
 	ErrClosed = errors.New("wal: closed")
-	// ErrCorrupt is matched by every *CorruptError.
-	ErrCorrupt = errors.New("wal: corrupt log")
-	// ErrVersion is matched by every *VersionError.
-	ErrVersion = errors.New("wal: unsupported entry format version")
 	// ErrInvalid is returned for an entry or window the log cannot store;
 	// the message names what and why. A bad option is an
 	// *isb.OptionError (errors.Is isb.ErrInvalidOption), as in every
@@ -36,32 +43,36 @@ var (
 // valid entry; recovery turns it into a repair or a *CorruptError.
 var errDamaged = errors.New("damaged entry")
 
+// ErrCorrupt is matched by every *CorruptError.
+var ErrCorrupt = errors.New("wal: corrupt log")
+
 // CorruptError reports damage a crash cannot have caused: a bad entry
 // followed by entries of a later, acknowledged write batch, a bad or
 // missing entry that a clean Close recorded as acknowledged, a segment with
 // the wrong number of entries, a missing segment, a stray file the log would
 // act on. Nothing is repaired or dropped when Open returns it.
+//
+// The embedded Corruption holds File (the damaged segment file, or the
+// directory), Offset (byte position in File, -1 when not known) and Reason.
 type CorruptError struct {
-	File   string // the damaged segment file, or the directory
-	Index  uint64 // log index of the first damaged entry, 0 when not about an entry
-	Offset int64  // byte position in File, -1 when not known
-	Reason string
+	fsutil.Corruption
+	Index uint64 // log index of the first damaged entry, 0 when not about an entry
 }
 
 // Error names the file, the entry index and the byte position when known.
 func (e *CorruptError) Error() string {
-	s := "wal: corrupt " + e.File
+	at := ""
 	if e.Index != 0 {
-		s += fmt.Sprintf(" at entry %d", e.Index)
+		at = fmt.Sprintf("entry %d", e.Index)
 	}
-	if e.Offset >= 0 {
-		s += fmt.Sprintf(" (byte %d)", e.Offset)
-	}
-	return s + ": " + e.Reason
+	return fsutil.FormatCorruption("wal", e.Corruption, at)
 }
 
 // Is makes errors.Is(err, ErrCorrupt) true.
 func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// ErrVersion is matched by every *VersionError.
+var ErrVersion = errors.New("wal: unsupported entry format version")
 
 // VersionError reports an intact entry (its crc matches) written in a
 // format version this package does not read: a newer runnel wrote the log.
@@ -80,7 +91,7 @@ func (e *VersionError) Error() string {
 func (e *VersionError) Is(target error) bool { return target == ErrVersion }
 
 func corrupt(file string, index uint64, off int64, format string, args ...any) *CorruptError {
-	return &CorruptError{File: file, Index: index, Offset: off, Reason: fmt.Sprintf(format, args...)}
+	return &CorruptError{Corruption: fsutil.Corruptf(file, off, format, args...), Index: index}
 }
 
 // errSwitchUndecided reports a compaction whose generation switch could not

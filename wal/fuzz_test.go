@@ -3,10 +3,11 @@ package wal
 import (
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"maps"
 	"testing"
 	"time"
+
+	"github.com/runnel-dev/runnel/internal/crc32c"
 )
 
 // FuzzDecode feeds the entry decoder arbitrary bytes. The crc is set to
@@ -34,7 +35,7 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		e := append([]byte(nil), in...)
 		if len(e) >= 4 && e[0] != 0xff {
-			binary.LittleEndian.PutUint32(e, crc32.Checksum(e[4:], castagnoli))
+			binary.LittleEndian.PutUint32(e, crc32c.Checksum(e[4:]))
 		}
 		var d decoder
 		r, err := d.decode(e)

@@ -4,13 +4,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/runnel-dev/runnel/internal/crc32c"
+	"github.com/runnel-dev/runnel/internal/fsutil"
 )
 
 // Directory layout (drawn in doc.go): the caller's directory holds one live
@@ -19,7 +21,7 @@ import (
 // the 20-digit index of their first entry) and the tail hint.
 const (
 	genPrefix = "gen-"
-	tmpSuffix = ".tmp"
+	tmpSuffix = fsutil.TempSuffix // of META and TAIL being replaced, and of a generation being built
 	hintFile  = "TAIL"
 	hintSize  = 12 // first index of the newest segment u64, crc32c u32
 	// closedFile records a clean Close: the index of the last entry then.
@@ -139,7 +141,7 @@ func isDigits(s string) bool {
 // silently ending at the segment before it.
 func writeHint(dir string, first uint64) error {
 	b := binary.LittleEndian.AppendUint64(nil, first)
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	b = binary.LittleEndian.AppendUint32(b, crc32c.Checksum(b))
 	return writeFileAtomic(filepath.Join(dir, hintFile), b)
 }
 
@@ -148,7 +150,7 @@ func readHint(path string) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("wal: %w", err)
 	}
-	if len(b) != hintSize || crc32.Checksum(b[:8], castagnoli) != binary.LittleEndian.Uint32(b[8:]) {
+	if len(b) != hintSize || crc32c.Checksum(b[:8]) != binary.LittleEndian.Uint32(b[8:]) {
 		return 0, corrupt(path, 0, -1, "tail hint is not %d bytes with a matching crc32c", hintSize)
 	}
 	return binary.LittleEndian.Uint64(b), nil
@@ -160,7 +162,7 @@ func readHint(path string) (uint64, error) {
 // corruption, never for a torn tail.
 func writeClosed(dir string, last uint64) error {
 	b := binary.LittleEndian.AppendUint64(nil, last)
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	b = binary.LittleEndian.AppendUint32(b, crc32c.Checksum(b))
 	return writeFileAtomic(filepath.Join(dir, closedFile), b)
 }
 
@@ -178,51 +180,18 @@ func readClosed(dir string) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("wal: %w", err)
 	}
-	if len(b) != closedSize || crc32.Checksum(b[:8], castagnoli) != binary.LittleEndian.Uint32(b[8:]) {
+	if len(b) != closedSize || crc32c.Checksum(b[:8]) != binary.LittleEndian.Uint32(b[8:]) {
 		return 0, corrupt(path, 0, -1, "clean-close record is not %d bytes with a matching crc32c (remove it to open the log as after a crash, which cuts a damaged last write batch)", closedSize)
 	}
 	return binary.LittleEndian.Uint64(b), nil
 }
 
-// writeFileAtomic replaces path with b: write a temporary file, fsync it,
-// rename it over path, fsync the directory.
+// writeFileAtomic is fsutil.WriteFileAtomic with the package's prefix.
 func writeFileAtomic(path string, b []byte) error {
-	tmp := path + tmpSuffix
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
+	if err := fsutil.WriteFileAtomic(path, b); err != nil {
 		return fmt.Errorf("wal: %w", err)
 	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
-	}
-	if err != nil {
-		return fmt.Errorf("wal: write %s: %w", path, err)
-	}
 	return nil
-}
-
-// syncDir fsyncs a directory, making the names created, renamed or removed
-// in it durable (tidwall/wal never does this for its segment files).
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // dirSize is the bytes of the regular files under dir.

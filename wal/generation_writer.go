@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/runnel-dev/runnel/internal/fsutil"
 	tidwall "github.com/tidwall/wal"
 )
 
@@ -121,13 +122,13 @@ func (g *genWriter) finish() (built, error) {
 	if err == nil {
 		err = os.Rename(g.tmp, g.final)
 		if err == nil {
-			if err = syncDir(g.w.root); err != nil {
+			if err = fsutil.SyncDir(g.w.root); err != nil {
 				// The switch may or may not be durable: undo it, or
 				// report that the live generation is undecided.
 				if rerr := os.RemoveAll(g.final); rerr != nil {
 					return built{}, fmt.Errorf("%w: %s: %v (then removing it: %v)", errSwitchUndecided, g.final, err, rerr)
 				}
-				if serr := syncDir(g.w.root); serr != nil {
+				if serr := fsutil.SyncDir(g.w.root); serr != nil {
 					return built{}, fmt.Errorf("%w: %s: %v (then removing it: %v)", errSwitchUndecided, g.final, err, serr)
 				}
 			}

@@ -3,9 +3,10 @@ package wal
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/runnel-dev/runnel/internal/crashtest"
 )
 
 // lockChild opens WAL_TEST_DIR and prints what Open returned.
@@ -21,13 +22,11 @@ func lockChild() {
 
 func runLockChild(t *testing.T, dir string) string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=lock", "WAL_TEST_DIR="+dir)
-	out, err := cmd.Output()
+	out, _, err := crashtest.Run("lock", "WAL_TEST_DIR="+dir)
 	if err != nil {
 		t.Fatalf("child: %v", err)
 	}
-	return strings.TrimSpace(string(out))
+	return out
 }
 
 func TestLock(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/runnel-dev/runnel/internal/crashtest"
 	"go.uber.org/goleak"
 )
 
@@ -11,7 +12,7 @@ import (
 // a multi-process test, else the tests, checking that every WAL's committer
 // goroutine was stopped.
 func TestMain(m *testing.M) {
-	if runChild() {
+	if crashtest.RunChild(children) {
 		return
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {

@@ -4,12 +4,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/runnel-dev/runnel/internal/crc32c"
+	"github.com/runnel-dev/runnel/internal/fsutil"
 )
 
 // The metadata record: META in the WAL's directory, written when Open
@@ -65,7 +67,7 @@ func encodeMeta(m map[string]string) []byte {
 	copy(b, metaMagic)
 	binary.LittleEndian.PutUint32(b[4:], metaVersion)
 	binary.LittleEndian.PutUint32(b[8:], uint32(len(body)))
-	binary.LittleEndian.PutUint32(b[12:], crc32.Checksum(body, castagnoli))
+	binary.LittleEndian.PutUint32(b[12:], crc32c.Checksum(body))
 	return append(b, body...)
 }
 
@@ -87,7 +89,7 @@ func decodeMeta(path string, b []byte) (map[string]string, error) {
 	if n := binary.LittleEndian.Uint32(b[8:]); int(n) != len(body) {
 		return bad(8, "length %d, but %d bytes follow the header", n, len(body))
 	}
-	if got, want := crc32.Checksum(body, castagnoli), binary.LittleEndian.Uint32(b[12:]); got != want {
+	if got, want := crc32c.Checksum(body), binary.LittleEndian.Uint32(b[12:]); got != want {
 		return bad(12, "crc32c %#08x, the body's is %#08x", want, got)
 	}
 	pos := 0
@@ -150,7 +152,7 @@ func writeMeta(root string, m map[string]string) error {
 	if len(b) > metaMaxSize {
 		return fmt.Errorf("%w: metadata of %d bytes, at most %d", ErrInvalid, len(b), metaMaxSize)
 	}
-	if err := writeFileAtomic(filepath.Join(root, metaFile), b); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(root, metaFile), b); err != nil {
 		return fmt.Errorf("wal: write metadata record: %w", err)
 	}
 	return nil

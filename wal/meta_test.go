@@ -3,12 +3,13 @@ package wal
 import (
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"maps"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/runnel-dev/runnel/internal/crc32c"
 
 	"github.com/runnel-dev/runnel/isb"
 )
@@ -163,7 +164,7 @@ func FuzzDecodeMeta(f *testing.F) {
 		copy(b, metaMagic)
 		binary.LittleEndian.PutUint32(b[4:], metaVersion)
 		binary.LittleEndian.PutUint32(b[8:], uint32(len(body)))
-		binary.LittleEndian.PutUint32(b[12:], crc32.Checksum(body, castagnoli))
+		binary.LittleEndian.PutUint32(b[12:], crc32c.Checksum(body))
 		b = append(b, body...)
 		m, err := decodeMeta("META", b)
 		if err != nil {

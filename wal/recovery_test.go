@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runnel-dev/runnel/internal/crashtest"
+	"github.com/runnel-dev/runnel/internal/crc32c"
 	tidwall "github.com/tidwall/wal"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -172,14 +174,7 @@ func (l *tableLog) segOf(index uint64) int {
 
 func flipByte(t *testing.T, path string, pos int) {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[pos] ^= 0x20
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	crashtest.FlipByte(t, path, int64(pos), 0x20)
 }
 
 func truncateTo(t *testing.T, path string, size int) {
@@ -207,7 +202,7 @@ func setVersion(t *testing.T, f frame, v byte) {
 	}
 	e := b[f.data:f.end]
 	e[4] = v
-	binary.LittleEndian.PutUint32(e, crc32.Checksum(e[4:], castagnoli))
+	binary.LittleEndian.PutUint32(e, crc32c.Checksum(e[4:]))
 	if err := os.WriteFile(f.file, b, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@
 package wal
 
 import (
-	"errors"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -11,17 +10,7 @@ import (
 
 // This file holds the system calls of Linux and macOS; sys_linux.go and
 // sys_darwin.go the one flag that differs, sys_other.go what every other
-// system gets: ErrUnsupported at Open.
-
-// lockFile takes an exclusive, non-blocking flock on f; errWouldBlock
-// when another open file description holds it.
-func lockFile(f *os.File) error {
-	err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-	if errors.Is(err, unix.EWOULDBLOCK) {
-		return errWouldBlock
-	}
-	return err
-}
+// system gets: ErrUnsupported at Open. The lock is fsutil's.
 
 // mapReadOnly maps the first size bytes of f read-only; unmap releases
 // the mapping.

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/fsutil"
 	tidwall "github.com/tidwall/wal"
 	"go.uber.org/zap"
 )
@@ -135,7 +136,9 @@ func Open(dir string, opts ...Option) (*WAL, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("wal: %w", err)
 	}
-	lock, err := lockDir(dir)
+	// flock on the directory: a second Open fails in this process as in
+	// another, and the kernel drops the lock when the process dies.
+	lock, err := fsutil.LockDir("wal", dir, ErrLocked, errNotHere)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/fsutil"
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/isb/internal/groupset"
 )
@@ -105,10 +106,10 @@ func (b *Backend[T]) Open(topic string, partitions int) error {
 
 func (b *Backend[T]) open(topic string, partitions int) error {
 	b.topicDir = filepath.Join(b.root, topic)
-	if _, err := mkdirAllSynced(b.topicDir); err != nil {
+	if _, err := fsutil.MkdirAllSynced(b.topicDir); err != nil {
 		return fmt.Errorf("mmap: create topic directory: %w", err)
 	}
-	lock, err := lockDir(b.topicDir)
+	lock, err := fsutil.LockDir("mmap", b.topicDir, ErrLocked, errNotHere)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/fsutil"
 	"github.com/runnel-dev/runnel/isb/codec"
 )
 
@@ -117,7 +118,7 @@ func BenchmarkProduce(b *testing.B) {
 						case <-stop:
 							return
 						case <-t.C:
-							fdatasync(f)
+							fsutil.Fdatasync(f)
 						}
 					}
 				})
@@ -135,7 +136,7 @@ func BenchmarkProduce(b *testing.B) {
 						b.Fatal(err)
 					}
 					if pol.every > 0 && (i+1)%pol.every == 0 {
-						if err := fdatasync(f); err != nil {
+						if err := fsutil.Fdatasync(f); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -365,7 +366,7 @@ func BenchmarkStagedBatches(b *testing.B) {
 			if _, err := f.Write(rec); err != nil {
 				b.Fatal(err)
 			}
-			if err := fdatasync(f); err != nil {
+			if err := fsutil.Fdatasync(f); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -4,22 +4,23 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"slices"
+
+	"github.com/runnel-dev/runnel/internal/crc32c"
+	"github.com/runnel-dev/runnel/internal/fsutil"
 )
 
-// A checkpoint is a small fixed-size file replaced atomically: written to a
-// temporary file, fsync'd, renamed over the old one, and the directory
-// fsync'd, so a crash leaves either the old or the new content.
+// A checkpoint is a small fixed-size file replaced atomically
+// (fsutil.WriteFileAtomic: written to a temporary file, fsync'd, renamed
+// over the old one, and the directory fsync'd), so a crash leaves either
+// the old or the new content.
 
 const (
 	checkpointMagic   uint32 = 0x434C4E52 // "RNLC"
 	checkpointVersion uint32 = 1
 	checkpointSize           = 56
-	tmpSuffix                = ".tmp"
+	tmpSuffix                = fsutil.TempSuffix // also of segments and partitions being created
 
 	producerFile = "producer.offset"
 	earliestFile = "earliest.offset"
@@ -62,7 +63,7 @@ func encodeCheckpoint(kind checkpointKind, v checkpoint) []byte {
 	for i, x := range v {
 		binary.LittleEndian.PutUint64(b[12+8*i:], uint64(x))
 	}
-	binary.LittleEndian.PutUint32(b[52:], crc32.Checksum(b[:52], castagnoli))
+	binary.LittleEndian.PutUint32(b[52:], crc32c.Checksum(b[:52]))
 	return b
 }
 
@@ -74,7 +75,7 @@ func decodeCheckpoint(b []byte, kind checkpointKind) (checkpoint, string) {
 	if m := binary.LittleEndian.Uint32(b[0:]); m != checkpointMagic {
 		return v, fmt.Sprintf("magic %#x, want %#x", m, checkpointMagic)
 	}
-	if got, want := crc32.Checksum(b[:52], castagnoli), binary.LittleEndian.Uint32(b[52:]); got != want {
+	if got, want := crc32c.Checksum(b[:52]), binary.LittleEndian.Uint32(b[52:]); got != want {
 		return v, fmt.Sprintf("crc32c %#x, stored %#x", got, want)
 	}
 	if ver := binary.LittleEndian.Uint32(b[4:]); ver != checkpointVersion {
@@ -108,87 +109,17 @@ func readCheckpoint(path string, kind checkpointKind) (checkpoint, error) {
 
 // writeCheckpoint atomically replaces path with a checkpoint of kind.
 func writeCheckpoint(path string, kind checkpointKind, v checkpoint) error {
-	return writeFileAtomic(path, encodeCheckpoint(kind, v))
-}
-
-// writeFileAtomic replaces path with data: write path.tmp, fsync it,
-// rename it over path and fsync the directory, so a crash leaves either
-// the old or the new content.
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + tmpSuffix
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("mmap: write %s: %w", path, err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		// The temporary file is never read, but left behind it would sit in
-		// the directory until the next Open cleans it up.
-		if rerr := os.Remove(tmp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			err = errors.Join(err, fmt.Errorf("remove %s: %w", tmp, rerr))
-		}
-		return fmt.Errorf("mmap: write %s: %w", path, err)
-	}
-	// After the rename tmp is gone: a failed directory fsync leaves nothing.
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		return fmt.Errorf("mmap: write %s: %w", path, err)
+	if err := fsutil.WriteFileAtomic(path, encodeCheckpoint(kind, v)); err != nil {
+		return fmt.Errorf("mmap: %w", err)
 	}
 	return nil
 }
 
-// syncDir makes the entries of dir (creations, renames, removals) durable.
+// syncDir is fsutil.SyncDir with the package's prefix: its error reads
+// "mmap: fsync directory {dir}: ...".
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("mmap: fsync directory %s: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("mmap: fsync directory %s: %w", dir, err)
+	if err := fsutil.SyncDir(dir); err != nil {
+		return fmt.Errorf("mmap: %w", err)
 	}
 	return nil
-}
-
-// mkdirAllSynced creates dir and its missing parents, like os.MkdirAll, and
-// fsyncs the parent of every directory it creates: fsyncs inside a new
-// directory do not make its own entry durable, so without this a crash
-// could lose a whole topic whose checkpoints were all fsync'd. It returns
-// the directories it created, outermost first.
-func mkdirAllSynced(dir string) ([]string, error) {
-	var missing []string
-	for d := filepath.Clean(dir); ; {
-		if _, err := os.Stat(d); err == nil {
-			break
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		missing = append(missing, d)
-		parent := filepath.Dir(d)
-		if parent == d {
-			break
-		}
-		d = parent
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	slices.Reverse(missing)
-	for _, d := range missing {
-		if err := syncDir(filepath.Dir(d)); err != nil {
-			return nil, err
-		}
-	}
-	return missing, nil
 }

@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -48,31 +47,6 @@ func TestCheckpoint(t *testing.T) {
 		}
 		_, err := readCheckpoint(path, kindProducer)
 		wantCorrupt(t, err, producerFile)
-	}
-}
-
-// TestMkdirAllSynced: every directory Open creates is reported (its parent
-// is fsync'd), outermost first, and an existing one is not created again.
-func TestMkdirAllSynced(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, "a", "b", "c")
-	created, err := mkdirAllSynced(dir)
-	want := []string{filepath.Join(root, "a"), filepath.Join(root, "a", "b"), dir}
-	if err != nil || !slices.Equal(created, want) {
-		t.Fatalf("mkdirAllSynced = %q, %v; want %q", created, err, want)
-	}
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		t.Fatalf("%s not created: %v", dir, err)
-	}
-	if created, err := mkdirAllSynced(dir); err != nil || len(created) != 0 {
-		t.Fatalf("second mkdirAllSynced = %q, %v; want nothing created", created, err)
-	}
-	file := filepath.Join(root, "file")
-	if err := os.WriteFile(file, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := mkdirAllSynced(filepath.Join(file, "x")); err == nil || !strings.Contains(err.Error(), file) {
-		t.Fatalf("mkdirAllSynced under a file: err = %v, want one naming %s", err, file)
 	}
 }
 

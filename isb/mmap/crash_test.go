@@ -1,20 +1,17 @@
 package mmap
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/crashtest"
 	"github.com/runnel-dev/runnel/isb"
 )
 
@@ -38,22 +35,14 @@ func crashOptions() []Option {
 // and commits at random points.
 func crashChild() {
 	dir, round := os.Getenv("MMAP_TEST_DIR"), os.Getenv("MMAP_TEST_ROUND")
-	out := func(format string, args ...any) {
-		// One write per line: a line reaches the pipe whole or not at all.
-		os.Stdout.WriteString(fmt.Sprintf(format, args...) + "\n")
-	}
-	fail := func(format string, args ...any) {
-		out("E "+format, args...)
-		os.Exit(1)
-	}
 	ctx := context.Background()
 	topic, err := NewTopic[string](dir, testTopic, append(crashOptions(), Topic(isb.Partitions(crashParts)))...)
 	if err != nil {
-		fail("open: %v", err)
+		crashtest.Fail("open: %v", err)
 	}
 	c, err := topic.PullConsumer(crashGroup, isb.ManualCommit(), isb.BatchSize(16))
 	if err != nil {
-		fail("consumer: %v", err)
+		crashtest.Fail("consumer: %v", err)
 	}
 	go func() {
 		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
@@ -62,22 +51,22 @@ func crashChild() {
 		for {
 			b, err := c.Pull(ctx)
 			if err != nil {
-				fail("pull: %v", err)
+				crashtest.Fail("pull: %v", err)
 			}
 			p := b.Partition
 			if !started[p] {
 				started[p] = true
-				out("F %d %d", p, b.Offset)
+				crashtest.Printf("F %d %d", p, b.Offset)
 			} else if b.Offset != next[p] {
-				fail("partition %d: batch at %d after %d: a gap or a repeat", p, b.Offset, next[p])
+				crashtest.Fail("partition %d: batch at %d after %d: a gap or a repeat", p, b.Offset, next[p])
 			}
 			next[p] = b.End()
 			if rng.IntN(3) == 0 {
-				out("c %d %d", p, b.End())
+				crashtest.Printf("c %d %d", p, b.End())
 				if err := c.CommitTo(p, b.End()); err != nil {
-					fail("commit: %v", err)
+					crashtest.Fail("commit: %v", err)
 				}
-				out("C %d %d", p, b.End())
+				crashtest.Printf("C %d %d", p, b.End())
 			}
 		}
 	}()
@@ -92,9 +81,9 @@ func crashChild() {
 		}
 		last, err := pr.ProduceTo(ctx, p, items)
 		if err != nil {
-			fail("produce: %v", err)
+			crashtest.Fail("produce: %v", err)
 		}
-		out("A %d %d %s", p, last-int64(len(items))+1, strings.Join(items, ","))
+		crashtest.Printf("A %d %d %s", p, last-int64(len(items))+1, strings.Join(items, ","))
 	}
 }
 
@@ -120,53 +109,30 @@ func TestCrash(t *testing.T) {
 	for round := range rounds {
 		m.verifyDamaged(t, dir, round, rng)
 		resume := m.verify(t, dir, round)
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"=crash", "MMAP_TEST_DIR="+dir, "MMAP_TEST_ROUND="+strconv.Itoa(round))
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		var wg sync.WaitGroup
-		var parsed []string
-		wg.Go(func() {
-			sc := bufio.NewScanner(stdout)
-			sc.Buffer(nil, 1<<20)
-			for sc.Scan() {
-				parsed = append(parsed, sc.Text())
-			}
-		})
+		child := crashtest.Start(t, "crash", "MMAP_TEST_DIR="+dir, "MMAP_TEST_ROUND="+strconv.Itoa(round))
 		// Kill at a random moment: sometimes during recovery, mostly
 		// while appends and commits are in flight.
 		time.Sleep(time.Duration(30+rng.IntN(600)) * time.Millisecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		wg.Wait()
-		cmd.Wait()
-		for _, line := range parsed {
-			lines++
-			f := strings.Fields(line)
+		recs := crashtest.Records(t, fmt.Sprintf("round %d", round), child.Kill())
+		lines += len(recs)
+		for _, f := range recs {
 			switch f[0] {
-			case "E":
-				t.Fatalf("round %d: child failed: %s", round, line)
 			case "F":
-				p, off := atoi(f[1]), int64(atoi(f[2]))
+				p, off := crashtest.Atoi(f[1]), int64(crashtest.Atoi(f[2]))
 				if off != resume[p] {
 					t.Fatalf("round %d: partition %d resumed from %d, its commit is %d", round, p, off, resume[p])
 				}
 			case "A":
 				appends++
-				p, first := atoi(f[1]), int64(atoi(f[2]))
+				p, first := crashtest.Atoi(f[1]), int64(crashtest.Atoi(f[2]))
 				for i, it := range strings.Split(f[3], ",") {
 					m.acked[p][first+int64(i)] = it
 				}
 			case "c":
-				m.intent[atoi(f[1])] = int64(atoi(f[2]))
+				m.intent[crashtest.Atoi(f[1])] = int64(crashtest.Atoi(f[2]))
 			case "C":
 				commits++
-				m.commit[atoi(f[1])] = int64(atoi(f[2]))
+				m.commit[crashtest.Atoi(f[1])] = int64(crashtest.Atoi(f[2]))
 			}
 		}
 	}
@@ -290,12 +256,4 @@ func (m *crashModel) verifyDamaged(t *testing.T, dir string, round int, rng *ran
 			}
 		}
 	}
-}
-
-func atoi(s string) int {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		panic(err)
-	}
-	return n
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/runnel-dev/runnel/internal/crashtest"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 )
@@ -356,14 +357,7 @@ func strayFiles(dir string) []string {
 
 func flipByte(t *testing.T, path string, at int64) {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data[at] ^= 0x5a
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	crashtest.FlipByte(t, path, at, 0x5a)
 }
 
 func zeroBytes(t *testing.T, path string, from, to int64) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/runnel-dev/runnel/internal/fsutil"
 	"github.com/runnel-dev/runnel/isb"
 )
 
@@ -13,8 +14,6 @@ var (
 	// ErrLocked is returned by Open when another open topic (in this or
 	// another process) holds the topic directory.
 	ErrLocked = errors.New("mmap: topic directory is locked")
-	// ErrTooLarge is matched by every *TooLargeError.
-	ErrTooLarge = errors.New("mmap: item larger than a segment")
 	// ErrInvalidName is returned by Open for a topic name that is not a
 	// single path component.
 	ErrInvalidName = errors.New("mmap: invalid topic name")
@@ -28,6 +27,9 @@ var (
 	// ErrReadSize is returned by a Read asking for fewer than one item.
 	ErrReadSize = errors.New("mmap: read size must be at least 1")
 )
+
+// errNotHere is the error of Open off Linux and macOS.
+var errNotHere = fsutil.Unsupported(ErrUnsupported, "memory-mapped storage")
 
 // ErrFault is matched by every *FaultError.
 var ErrFault = errors.New("mmap: memory fault on a segment mapping")
@@ -56,27 +58,25 @@ func (e *FaultError) Is(target error) bool { return target == ErrFault }
 
 // CorruptError reports damaged or inconsistent storage: a record that fails
 // its checksum, a checkpoint that does not match the log, a missing segment.
-// It matches isb.ErrCorrupt.
+// It matches isb.ErrCorrupt. The embedded Corruption holds File (the
+// damaged file or directory), Offset (byte position in File, -1 when the
+// whole file is concerned) and Reason.
 type CorruptError struct {
-	File   string // the damaged file or directory
-	Offset int64  // byte position in File, -1 when the whole file is concerned
-	Reason string
-	Err    error // the underlying error, e.g. the codec's, if any
+	fsutil.Corruption
+	Err error // the underlying error, e.g. the codec's, if any
 }
 
 // Error names the file, the byte position when known, and the reason.
-func (e *CorruptError) Error() string {
-	if e.Offset < 0 {
-		return fmt.Sprintf("mmap: corrupt %s: %s", e.File, e.Reason)
-	}
-	return fmt.Sprintf("mmap: corrupt %s at byte %d: %s", e.File, e.Offset, e.Reason)
-}
+func (e *CorruptError) Error() string { return fsutil.FormatCorruption("mmap", e.Corruption, "") }
 
 // Is makes errors.Is(err, isb.ErrCorrupt) true.
 func (e *CorruptError) Is(target error) bool { return target == isb.ErrCorrupt }
 
 // Unwrap returns the underlying error, if any.
 func (e *CorruptError) Unwrap() error { return e.Err }
+
+// ErrTooLarge is matched by every *TooLargeError.
+var ErrTooLarge = errors.New("mmap: item larger than a segment")
 
 // TooLargeError reports an item whose record cannot fit in one segment.
 // Nothing of its batch is stored.
@@ -95,7 +95,7 @@ func (e *TooLargeError) Error() string {
 func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
 
 func corrupt(file string, off int64, format string, args ...any) *CorruptError {
-	return &CorruptError{File: file, Offset: off, Reason: fmt.Sprintf(format, args...)}
+	return &CorruptError{Corruption: fsutil.Corruptf(file, off, format, args...)}
 }
 
 // ErrMismatch is matched by every *MismatchError.

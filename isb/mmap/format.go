@@ -3,7 +3,8 @@ package mmap
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
+
+	"github.com/runnel-dev/runnel/internal/crc32c"
 )
 
 // The on-disk formats of records and segment headers; the package doc
@@ -24,8 +25,6 @@ const (
 	unsealed          int64  = -1
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // recordSize is the bytes a record with an n-byte payload occupies.
 func recordSize(n int) int { return recordOverhead + n }
 
@@ -44,8 +43,8 @@ func frameRecord(rec []byte, offset int64) {
 // recordCRC covers the length, the offset and the payload: everything but
 // the crc field itself and the end marker.
 func recordCRC(head []byte) uint32 {
-	crc := crc32.Update(0, castagnoli, head[0:4])
-	return crc32.Update(crc, castagnoli, head[8:])
+	crc := crc32c.Checksum(head[0:4])
+	return crc32c.Update(crc, head[8:])
 }
 
 // decodeRecord checks the record at pos in seg, which must carry offset
@@ -95,7 +94,7 @@ func (h segmentHeader) encode(b []byte) {
 	binary.LittleEndian.PutUint64(b[8:], uint64(h.first))
 	binary.LittleEndian.PutUint64(b[16:], uint64(h.next))
 	binary.LittleEndian.PutUint32(b[24:], h.size)
-	binary.LittleEndian.PutUint32(b[28:], crc32.Checksum(b[0:28], castagnoli))
+	binary.LittleEndian.PutUint32(b[28:], crc32c.Checksum(b[0:28]))
 }
 
 func decodeSegmentHeader(b []byte) (segmentHeader, string) {
@@ -108,7 +107,7 @@ func decodeSegmentHeader(b []byte) (segmentHeader, string) {
 	if v := binary.LittleEndian.Uint32(b[4:]); v != segmentVersion {
 		return segmentHeader{}, fmt.Sprintf("unknown segment version %d", v)
 	}
-	if got, want := crc32.Checksum(b[0:28], castagnoli), binary.LittleEndian.Uint32(b[28:]); got != want {
+	if got, want := crc32c.Checksum(b[0:28]), binary.LittleEndian.Uint32(b[28:]); got != want {
 		return segmentHeader{}, fmt.Sprintf("header crc32c %#x, stored %#x", got, want)
 	}
 	h := segmentHeader{first: int64(binary.LittleEndian.Uint64(b[8:])), next: int64(binary.LittleEndian.Uint64(b[16:])), size: binary.LittleEndian.Uint32(b[24:])}

@@ -3,15 +3,15 @@
 package mmap
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/runnel-dev/runnel/internal/crashtest"
 )
 
 // The full-disk test (Linux: it mounts a tmpfs): on a tmpfs of 64 KiB that the test mounts, a child
@@ -27,8 +27,8 @@ import (
 const fullSegment = 16 << 10
 
 func init() {
-	systemChildren["fullproduce"] = fullProduceChild
-	systemChildren["fullreopen"] = fullReopenChild
+	children["fullproduce"] = fullProduceChild
+	children["fullreopen"] = fullReopenChild
 }
 
 // fullItem is the item whose record (32-byte segment header, 16-byte
@@ -121,18 +121,15 @@ func TestRecoveryOnFullTmpfs(t *testing.T) {
 
 // fullChild runs a child of the full-disk test and returns its output.
 func fullChild(dir, kind string, noHoles bool) (string, error) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+kind, "MMAP_TEST_DIR="+dir)
+	env := []string{"MMAP_TEST_DIR=" + dir}
 	if noHoles {
-		cmd.Env = append(cmd.Env, "MMAP_TEST_NOHOLES=1")
+		env = append(env, "MMAP_TEST_NOHOLES=1")
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, stderr, err := crashtest.Run(kind, env...)
 	if err != nil {
-		return strings.TrimSpace(string(out)) + "\n" + firstLines(stderr.String(), 3), err
+		return out + "\n" + firstLines(stderr, 3), err
 	}
-	return strings.TrimSpace(string(out)), nil
+	return out, nil
 }
 
 func firstLines(s string, n int) string {

@@ -8,13 +8,14 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/runnel-dev/runnel/internal/crashtest"
 	"github.com/runnel-dev/runnel/isb"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
 	// The crash and lock tests re-execute this binary as a child.
-	if runChild() {
+	if crashtest.RunChild(children) {
 		return
 	}
 	goleak.VerifyTestMain(m)

@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/runnel-dev/runnel/internal/crashtest"
 )
 
 // lockChild tries to open the topic under MMAP_TEST_DIR and prints the result.
@@ -24,13 +25,11 @@ func lockChild() {
 
 func openFromChild(t *testing.T, dir string) string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=lock", "MMAP_TEST_DIR="+dir)
-	out, err := cmd.CombinedOutput()
+	out, stderr, err := crashtest.Run("lock", "MMAP_TEST_DIR="+dir)
 	if err != nil {
-		t.Fatalf("child: %v\n%s", err, out)
+		t.Fatalf("child: %v\n%s\n%s", err, out, stderr)
 	}
-	return strings.TrimSpace(string(out))
+	return out
 }
 
 func TestLockAcrossProcesses(t *testing.T) {

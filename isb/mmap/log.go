@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/runnel-dev/runnel/internal/fsutil"
 	"github.com/runnel-dev/runnel/isb"
 )
 
@@ -486,7 +487,7 @@ func (p *partition[T]) readLocked(offset int64, max int, buf []T, tail int64) ([
 			if k > 0 {
 				return buf[:k], nil
 			}
-			return nil, &CorruptError{File: seg.path, Offset: int64(pos), Reason: fmt.Sprintf("offset %d: the record is intact but its payload does not decode: %v", offset+int64(k), err), Err: err}
+			return nil, &CorruptError{Corruption: fsutil.Corruptf(seg.path, int64(pos), "offset %d: the record is intact but its payload does not decode: %v", offset+int64(k), err), Err: err}
 		}
 		pos = next
 	}

@@ -4,11 +4,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
+
+	"github.com/runnel-dev/runnel/internal/crc32c"
+	"github.com/runnel-dev/runnel/internal/fsutil"
 )
 
 // The topic metadata file, {dir}/{topic}/topic.meta, records at creation
@@ -46,7 +48,7 @@ func (m topicMeta) encode() []byte {
 		b = binary.LittleEndian.AppendUint16(b, uint16(len(s)))
 		b = append(b, s...)
 	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return binary.LittleEndian.AppendUint32(b, crc32c.Checksum(b))
 }
 
 func decodeTopicMeta(b []byte) (topicMeta, string) {
@@ -55,7 +57,7 @@ func decodeTopicMeta(b []byte) (topicMeta, string) {
 		return m, fmt.Sprintf("%d bytes is too short", len(b))
 	}
 	body := b[:len(b)-4]
-	if got, want := crc32.Checksum(body, castagnoli), binary.LittleEndian.Uint32(b[len(b)-4:]); got != want {
+	if got, want := crc32c.Checksum(body), binary.LittleEndian.Uint32(b[len(b)-4:]); got != want {
 		return m, fmt.Sprintf("crc32c %#x, stored %#x", got, want)
 	}
 	if mg := binary.LittleEndian.Uint32(body); mg != metaMagic {
@@ -99,7 +101,10 @@ func (b *Backend[T]) checkMeta(partitions int, hasPartitions bool) error {
 		if hasPartitions {
 			return corrupt(path, -1, "missing, but the topic has partition directories (written by an older format, or the file was deleted)")
 		}
-		return writeFileAtomic(path, asked.encode())
+		if err := fsutil.WriteFileAtomic(path, asked.encode()); err != nil {
+			return fmt.Errorf("mmap: %w", err)
+		}
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("mmap: read %s: %w", path, err)

@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"unsafe"
+
+	"github.com/runnel-dev/runnel/internal/fsutil"
 )
 
 // segment is one memory-mapped segment file.
@@ -72,7 +74,7 @@ func createSegment(dir string, first, size int64) (*segment, error) {
 	if _, err := f.WriteAt(hdr[:], 0); err != nil {
 		return fail(err)
 	}
-	if err := fdatasync(f); err != nil {
+	if err := fsutil.Fdatasync(f); err != nil {
 		return fail(err)
 	}
 	data, err := mapFile(f, size)
@@ -288,7 +290,7 @@ func (s *segment) sync(from, to int) error {
 	if err != nil {
 		return err
 	}
-	if err := fdatasync(f); err != nil {
+	if err := fsutil.Fdatasync(f); err != nil {
 		return fmt.Errorf("mmap: fdatasync %s: %w", s.path, err)
 	}
 	return nil

@@ -3,26 +3,16 @@
 package mmap
 
 import (
-	"errors"
 	"fmt"
 	"os"
 
 	"golang.org/x/sys/unix"
 )
 
-// This file holds the system calls that Linux and macOS share; sync_linux.go
-// and sync_darwin.go hold the two that differ (fdatasync, hole punching),
-// sys_other.go what every other system gets: an error at Open.
-
-// lockFile takes an exclusive, non-blocking flock on f; errWouldBlock
-// when another open file description holds it.
-func lockFile(f *os.File) error {
-	err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-	if errors.Is(err, unix.EWOULDBLOCK) {
-		return errWouldBlock
-	}
-	return err
-}
+// This file holds the system calls that Linux and macOS share; hole_linux.go
+// and hole_darwin.go hold the one that differs (hole punching),
+// sys_other.go what every other system gets: an error at Open. The lock
+// and fdatasync are fsutil's.
 
 // mapFile maps size bytes of f shared and read-write. MADV_RANDOM stops
 // the kernel from reading ahead (and, for pages dirtied through the

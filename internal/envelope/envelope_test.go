@@ -1,4 +1,4 @@
-package vertex_test
+package envelope_test
 
 import (
 	"encoding/binary"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/runnel-dev/runnel/forwarder"
+	"github.com/runnel-dev/runnel/internal/envelope"
 	"github.com/runnel-dev/runnel/isb/codec"
 	"github.com/runnel-dev/runnel/vertex"
 )
@@ -41,7 +42,7 @@ func envelopeSamples() []vertex.Message[order] {
 }
 
 func envCodec() codec.Codec[vertex.Message[order]] {
-	return vertex.EnvelopeCodec(codec.JSON[order]())
+	return envelope.Codec(codec.JSON[order]())
 }
 
 // sameMessage compares what the envelope stores: everything but the
@@ -119,7 +120,7 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 
 func TestEnvelopeLayout(t *testing.T) {
 	// The drawn format, byte for byte, for one message: a change of the
-	// encoding must change EnvelopeVersion, and this test.
+	// encoding must change envelope.Version, and this test.
 	m := vertex.Message[order]{ID: "x", EventTime: time.Unix(2, 3), Tags: []string{"t"}, Value: order{"a", 1}}
 	b, err := envCodec().Append(nil, m)
 	if err != nil {
@@ -147,9 +148,9 @@ func TestEnvelopeTruncation(t *testing.T) {
 		for n := range len(b) {
 			var got vertex.Message[order]
 			err := c.Decode(b[:n], &got)
-			var ee *vertex.EnvelopeError
-			if !errors.As(err, &ee) || !errors.Is(err, vertex.ErrEnvelope) || !errors.Is(err, codec.ErrDecode) {
-				t.Fatalf("sample %d cut to %d of %d bytes: err %v, want an *EnvelopeError", i, n, len(b), err)
+			var ee *envelope.Error
+			if !errors.As(err, &ee) || !errors.Is(err, envelope.ErrInvalid) || !errors.Is(err, codec.ErrDecode) {
+				t.Fatalf("sample %d cut to %d of %d bytes: err %v, want an *envelope.Error", i, n, len(b), err)
 			}
 			if ee.Offset < 0 || ee.Offset > n {
 				t.Fatalf("sample %d cut to %d: error offset %d outside the input", i, n, ee.Offset)
@@ -176,7 +177,7 @@ func TestEnvelopeCorruption(t *testing.T) {
 		b := append([]byte{1, flags, byte(len(meta))}, meta...)
 		return append(b, 1, '1')
 	}
-	intCodec := vertex.EnvelopeCodec(codec.JSON[int]())
+	intCodec := envelope.Codec(codec.JSON[int]())
 	cases := []struct {
 		name   string
 		in     []byte
@@ -217,9 +218,9 @@ func TestEnvelopeCorruption(t *testing.T) {
 					t.Errorf("a failed decode left fields: %+v", m)
 				}
 			}
-			var ee *vertex.EnvelopeError
+			var ee *envelope.Error
 			if !errors.As(err, &ee) {
-				t.Fatalf("err = %v, want an *EnvelopeError", err)
+				t.Fatalf("err = %v, want an *envelope.Error", err)
 			}
 			if !strings.Contains(ee.Reason, tc.reason) || ee.Offset != tc.offset {
 				t.Errorf("error %q at byte %d, want %q at byte %d", ee.Reason, ee.Offset, tc.reason, tc.offset)
@@ -229,7 +230,7 @@ func TestEnvelopeCorruption(t *testing.T) {
 }
 
 func TestEnvelopeEncodeError(t *testing.T) {
-	c := vertex.EnvelopeCodec(codec.JSON[func()]())
+	c := envelope.Codec(codec.JSON[func()]())
 	dst := []byte("keep")
 	out, err := c.Append(dst, vertex.Message[func()]{ID: "x", Value: func() {}})
 	if !errors.Is(err, codec.ErrEncode) {
@@ -244,7 +245,7 @@ func TestEnvelopeEncodeError(t *testing.T) {
 // and what it accepts must encode back to a message that decodes the same.
 // The seed corpus is the encoding of every sample and some damaged ones.
 //
-//	go test -run '^$' -fuzz FuzzEnvelopeDecode -parallel 1 ./vertex
+//	go test -run '^$' -fuzz FuzzEnvelopeDecode -parallel 1 ./internal/envelope
 func FuzzEnvelopeDecode(f *testing.F) {
 	c := envCodec()
 	for _, m := range envelopeSamples() {
@@ -261,7 +262,7 @@ func FuzzEnvelopeDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var m vertex.Message[order]
 		if err := c.Decode(in, &m); err != nil {
-			if !errors.Is(err, vertex.ErrEnvelope) {
+			if !errors.Is(err, envelope.ErrInvalid) {
 				t.Fatalf("error %v is not an envelope error", err)
 			}
 			return
@@ -281,7 +282,7 @@ func FuzzEnvelopeDecode(f *testing.F) {
 }
 
 func BenchmarkEnvelope(b *testing.B) {
-	c := vertex.EnvelopeCodec(codec.JSON[int64]())
+	c := envelope.Codec(codec.JSON[int64]())
 	m := vertex.Message[int64]{ID: "123456", EventTime: time.Now(), Value: 123456}
 	buf, _ := c.Append(nil, m)
 	b.Run("append", func(b *testing.B) {

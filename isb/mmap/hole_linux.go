@@ -7,10 +7,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// fdatasync flushes f's data, and the metadata needed to read it back, to
-// the disk.
-func fdatasync(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }
-
 // punchHole deallocates n bytes of f from off, keeping f's size; it
 // returns errors.ErrUnsupported where the file system cannot punch holes.
 func punchHole(f *os.File, off, n int64) error {

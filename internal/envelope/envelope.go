@@ -1,4 +1,9 @@
-package vertex
+// Package envelope is the binary form of a [vertex.Message] in durable and
+// remote storage: the runtime encodes every message a pipeline buffer on
+// such storage holds with [Codec]. It is internal: a pipeline author never
+// encodes a message, and the encoding is versioned ([Version]) so that a
+// buffer written by another build is refused at open instead of misread.
+package envelope
 
 import (
 	"encoding/binary"
@@ -9,9 +14,10 @@ import (
 	"time"
 
 	"github.com/runnel-dev/runnel/isb/codec"
+	"github.com/runnel-dev/runnel/vertex"
 )
 
-// The envelope encoding: how durable and remote storage store a [Message].
+// The envelope encoding: how durable and remote storage store a [vertex.Message].
 // Memory storage never encodes; it passes messages as they are.
 //
 // Version 1. Integers are unsigned varints (encoding/binary Uvarint) unless
@@ -43,48 +49,48 @@ import (
 // every decoded string (ID, keys, tags, header names and values) is a slice
 // of it: one allocation per message for all its strings.
 const (
-	// EnvelopeVersion is the version of the envelope encoding this build
+	// Version is the version of the envelope encoding this build
 	// writes and the only one it reads.
-	EnvelopeVersion = 1
+	Version = 1
 
 	flagEventTime = 1 << 0
 	knownFlags    = flagEventTime
 )
 
-// ErrEnvelope is matched by every *EnvelopeError.
-var ErrEnvelope = errors.New("vertex: bad message envelope")
+// ErrInvalid is matched by every *Error.
+var ErrInvalid = errors.New("vertex: bad message envelope")
 
-// EnvelopeError reports bytes that are not a valid message envelope. It
-// matches [ErrEnvelope] and codec.ErrDecode, so storage that reports codec
+// Error reports bytes that are not a valid message envelope. It
+// matches [ErrInvalid] and codec.ErrDecode, so storage that reports codec
 // failures reports it as one.
-type EnvelopeError struct {
+type Error struct {
 	Offset int    // byte offset in the envelope where the problem is
 	Reason string // what is wrong there
 	Err    error  // the value codec's error, if the value failed to decode
 }
 
-func (e *EnvelopeError) Error() string {
+func (e *Error) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("vertex: envelope at byte %d: %s: %v", e.Offset, e.Reason, e.Err)
 	}
 	return fmt.Sprintf("vertex: envelope at byte %d: %s", e.Offset, e.Reason)
 }
 
-// Is makes errors.Is(err, ErrEnvelope) and errors.Is(err, codec.ErrDecode) true.
-func (e *EnvelopeError) Is(target error) bool {
-	return target == ErrEnvelope || target == codec.ErrDecode
+// Is makes errors.Is(err, ErrInvalid) and errors.Is(err, codec.ErrDecode) true.
+func (e *Error) Is(target error) bool {
+	return target == ErrInvalid || target == codec.ErrDecode
 }
 
 // Unwrap returns the value codec's error, if any.
-func (e *EnvelopeError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
-// EnvelopeCodec returns the codec of messages whose values value encodes,
+// Codec returns the codec of messages whose values value encodes,
 // in the envelope encoding drawn above. Its name, "envelope1+" and the
 // value codec's name, is what durable storage records as the topic's codec,
 // so a topic written with another value codec or envelope version is
 // refused at open.
-func EnvelopeCodec[T any](value codec.Codec[T]) codec.Codec[Message[T]] {
-	return envelopeCodec[T]{value: value, name: fmt.Sprintf("envelope%d+%s", EnvelopeVersion, value.Name())}
+func Codec[T any](value codec.Codec[T]) codec.Codec[vertex.Message[T]] {
+	return envelopeCodec[T]{value: value, name: fmt.Sprintf("envelope%d+%s", Version, value.Name())}
 }
 
 type envelopeCodec[T any] struct {
@@ -95,14 +101,14 @@ type envelopeCodec[T any] struct {
 func (c envelopeCodec[T]) Name() string { return c.name }
 
 // Append encodes m after dst.
-func (c envelopeCodec[T]) Append(dst []byte, m Message[T]) ([]byte, error) {
+func (c envelopeCodec[T]) Append(dst []byte, m vertex.Message[T]) ([]byte, error) {
 	start := len(dst)
 	flags := byte(0)
 	if !m.EventTime.IsZero() {
 		flags |= flagEventTime
 	}
 	metaLen := c.metaLen(&m, flags)
-	dst = append(dst, EnvelopeVersion, flags)
+	dst = append(dst, Version, flags)
 	dst = binary.AppendUvarint(dst, uint64(metaLen))
 	if flags&flagEventTime != 0 {
 		dst = binary.AppendVarint(dst, m.EventTime.Unix())
@@ -135,7 +141,7 @@ func (c envelopeCodec[T]) Append(dst []byte, m Message[T]) ([]byte, error) {
 }
 
 // metaLen is the length of m's meta section.
-func (c envelopeCodec[T]) metaLen(m *Message[T], flags byte) int {
+func (c envelopeCodec[T]) metaLen(m *vertex.Message[T], flags byte) int {
 	n := 0
 	if flags&flagEventTime != 0 {
 		n += varintLen(m.EventTime.Unix()) + uvarintLen(uint64(m.EventTime.Nanosecond()))
@@ -151,32 +157,32 @@ func (c envelopeCodec[T]) metaLen(m *Message[T], flags byte) int {
 // Decode replaces *m with the message encoded in src, every field
 // (Watermark and Late become zero: the reader sets them). On error *m is
 // the zero message.
-func (c envelopeCodec[T]) Decode(src []byte, m *Message[T]) error {
-	*m = Message[T]{}
+func (c envelopeCodec[T]) Decode(src []byte, m *vertex.Message[T]) error {
+	*m = vertex.Message[T]{}
 	if err := c.decode(src, m); err != nil {
-		*m = Message[T]{}
+		*m = vertex.Message[T]{}
 		return err
 	}
 	return nil
 }
 
-func (c envelopeCodec[T]) decode(src []byte, m *Message[T]) error {
+func (c envelopeCodec[T]) decode(src []byte, m *vertex.Message[T]) error {
 	if len(src) < 2 {
-		return &EnvelopeError{Offset: len(src), Reason: fmt.Sprintf("truncated: %d bytes, a header needs 2", len(src))}
+		return &Error{Offset: len(src), Reason: fmt.Sprintf("truncated: %d bytes, a header needs 2", len(src))}
 	}
-	if src[0] != EnvelopeVersion {
-		return &EnvelopeError{Offset: 0, Reason: fmt.Sprintf("version %d is not supported (this build reads version %d)", src[0], EnvelopeVersion)}
+	if src[0] != Version {
+		return &Error{Offset: 0, Reason: fmt.Sprintf("version %d is not supported (this build reads version %d)", src[0], Version)}
 	}
 	flags := src[1]
 	if flags&^knownFlags != 0 {
-		return &EnvelopeError{Offset: 1, Reason: fmt.Sprintf("unknown flags %#02x", flags&^knownFlags)}
+		return &Error{Offset: 1, Reason: fmt.Sprintf("unknown flags %#02x", flags&^knownFlags)}
 	}
 	metaLen, pos, err := readUvarint(src, 2, "meta length")
 	if err != nil {
 		return err
 	}
 	if metaLen > uint64(len(src)-pos) {
-		return &EnvelopeError{Offset: pos, Reason: fmt.Sprintf("truncated: meta length %d, %d bytes left", metaLen, len(src)-pos)}
+		return &Error{Offset: pos, Reason: fmt.Sprintf("truncated: meta length %d, %d bytes left", metaLen, len(src)-pos)}
 	}
 	metaEnd := pos + int(metaLen)
 	if err := decodeMeta(src[pos:metaEnd], pos, flags, m); err != nil {
@@ -187,17 +193,17 @@ func (c envelopeCodec[T]) decode(src []byte, m *Message[T]) error {
 		return err
 	}
 	if valLen != uint64(len(src)-pos) {
-		return &EnvelopeError{Offset: pos, Reason: fmt.Sprintf("value length %d, but %d bytes follow", valLen, len(src)-pos)}
+		return &Error{Offset: pos, Reason: fmt.Sprintf("value length %d, but %d bytes follow", valLen, len(src)-pos)}
 	}
 	if err := c.value.Decode(src[pos:], &m.Value); err != nil {
-		return &EnvelopeError{Offset: pos, Reason: "value (codec " + c.value.Name() + ")", Err: err}
+		return &Error{Offset: pos, Reason: "value (codec " + c.value.Name() + ")", Err: err}
 	}
 	return nil
 }
 
 // decodeMeta decodes the meta section meta, which starts at byte base of
 // the envelope, into m.
-func decodeMeta[T any](meta []byte, base int, flags byte, m *Message[T]) error {
+func decodeMeta[T any](meta []byte, base int, flags byte, m *vertex.Message[T]) error {
 	// One copy for every string of the message: meta belongs to the
 	// caller, who may reuse it.
 	r := metaReader{b: meta, s: string(meta), base: base}
@@ -250,7 +256,7 @@ type metaReader struct {
 
 func (r *metaReader) fail(reason string) {
 	if r.err == nil {
-		r.err = &EnvelopeError{Offset: r.base + r.pos, Reason: reason}
+		r.err = &Error{Offset: r.base + r.pos, Reason: reason}
 	}
 }
 

@@ -1,17 +1,19 @@
-package vertex
+package forwarder
 
 import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/runnel-dev/runnel/vertex"
 )
 
-// TestRecover: a panic of user code becomes a *PanicError with the value
+// TestRecoverPanic: a panic of user code becomes a *vertex.PanicError with the value
 // and the stack that names the panicking function; no panic leaves the
 // error as it was.
-func TestRecover(t *testing.T) {
+func TestRecoverPanic(t *testing.T) {
 	call := func(f func() error) (err error) {
-		defer Recover(&err)
+		defer recoverPanic(&err)
 		return f()
 	}
 	want := errors.New("plain")
@@ -19,11 +21,11 @@ func TestRecover(t *testing.T) {
 		t.Fatalf("no panic: %v, want %v", err, want)
 	}
 	err := call(func() error { panicking("boom"); return nil })
-	var pe *PanicError
-	if !errors.As(err, &pe) || !errors.Is(err, ErrPanic) || pe.Value != "boom" {
+	var pe *vertex.PanicError
+	if !errors.As(err, &pe) || !errors.Is(err, vertex.ErrPanic) || pe.Value != "boom" {
 		t.Fatalf("panic(\"boom\"): %v (%T); want a *PanicError of \"boom\" matching ErrPanic", err, err)
 	}
-	if !strings.Contains(string(pe.Stack), "vertex.panicking") {
+	if !strings.Contains(string(pe.Stack), "forwarder.panicking") {
 		t.Errorf("the stack does not name the panicking function:\n%s", pe.Stack)
 	}
 	if err.Error() != "vertex: user code panicked: boom" {
@@ -31,12 +33,12 @@ func TestRecover(t *testing.T) {
 	}
 	// A panic with an error value unwraps to it; panic(nil) is recovered too.
 	err = call(func() error { panic(want) })
-	if !errors.Is(err, want) || !errors.Is(err, ErrPanic) {
+	if !errors.Is(err, want) || !errors.Is(err, vertex.ErrPanic) {
 		t.Fatalf("panic(err): %v; want it to match err and ErrPanic", err)
 	}
 	err = call(func() error { panic(nil) })
 	if !errors.As(err, &pe) {
-		t.Fatalf("panic(nil): %v; want a *PanicError", err)
+		t.Fatalf("panic(nil): %v; want a *vertex.PanicError", err)
 	}
 }
 

@@ -1,0 +1,76 @@
+package forwarder
+
+import (
+	"fmt"
+
+	"github.com/runnel-dev/runnel/internal/vconfig"
+	"github.com/runnel-dev/runnel/isb"
+	"github.com/runnel-dev/runnel/vertex"
+)
+
+// Options is a vertex's validated configuration: what its vertex.Option
+// values set. Build it with [NewOptions].
+type Options = vconfig.Config[vertex.RetryPolicy, vertex.FullMode]
+
+// NewOptions applies opts over the defaults and validates the result; an
+// invalid option is an *isb.OptionError with Package "vertex" naming it.
+func NewOptions(opts ...vertex.Option) (Options, error) {
+	c := Options{Replicas: 1, BatchSize: vertex.DefaultBatchSize, Concurrency: vertex.DefaultConcurrency,
+		BufferCapacity: vertex.DefaultBufferCapacity}
+	if err := isb.ApplyOptions(&c, "vertex.Option", opts); err != nil {
+		return c, err
+	}
+	// A default is taken only for an option not given: Partitions(0) or
+	// MaxInFlight(0) is refused below, never read as "the default".
+	if c.Set&vconfig.Partitions == 0 {
+		c.Partitions = c.Replicas
+	}
+	if c.Set&vconfig.MaxInFlight == 0 {
+		c.MaxInFlight = 4 * c.BatchSize
+	}
+	c.Retry = retryWithDefaults(c.Retry)
+	bad := func(opt string, v any, reason string) (Options, error) {
+		return c, &isb.OptionError{Package: "vertex", Option: opt, Value: v, Reason: reason}
+	}
+	switch {
+	case c.Replicas < 1:
+		return bad("Replicas", c.Replicas, "must be at least 1")
+	case c.Partitions < 1:
+		return bad("Partitions", c.Partitions, "must be at least 1")
+	case c.Partitions < c.Replicas:
+		return bad("Partitions", c.Partitions, fmt.Sprintf("must be at least Replicas (%d)", c.Replicas))
+	case c.BatchSize < 1:
+		return bad("BatchSize", c.BatchSize, "must be at least 1")
+	case c.MaxInFlight < c.BatchSize:
+		return bad("MaxInFlight", c.MaxInFlight, fmt.Sprintf("must be at least BatchSize (%d)", c.BatchSize))
+	case c.Concurrency < 1:
+		return bad("Concurrency", c.Concurrency, "must be at least 1")
+	case c.BufferCapacity < 0:
+		return bad("BufferCapacity", c.BufferCapacity, "must be 0 (unbounded) or positive")
+	case c.FullMode > vertex.DiscardLatest:
+		return bad("BufferFull", c.FullMode, "must be WaitWhenFull or DiscardLatest")
+	case c.Retry.MaxAttempts < 1:
+		return bad("Retry.MaxAttempts", c.Retry.MaxAttempts, "must be at least 1")
+	case c.Retry.InitialBackoff < 0 || c.Retry.MaxBackoff < c.Retry.InitialBackoff:
+		return bad("Retry.MaxBackoff", c.Retry.MaxBackoff, fmt.Sprintf("must be at least InitialBackoff (%v), both non-negative", c.Retry.InitialBackoff))
+	case c.Retry.OnExhausted > vertex.ToFallback:
+		return bad("Retry.OnExhausted", c.Retry.OnExhausted, "must be FailPipeline, DropMessage or ToFallback")
+	}
+	return c, nil
+}
+
+// retryWithDefaults fills the zero fields of p from
+// vertex.DefaultRetryPolicy.
+func retryWithDefaults(p vertex.RetryPolicy) vertex.RetryPolicy {
+	d := vertex.DefaultRetryPolicy
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = d.MaxAttempts
+	}
+	if p.InitialBackoff == 0 {
+		p.InitialBackoff = d.InitialBackoff
+	}
+	if p.MaxBackoff == 0 {
+		p.MaxBackoff = d.MaxBackoff
+	}
+	return p
+}

@@ -1,0 +1,64 @@
+// Package vconfig is the configuration a vertex's options (vertex.Option)
+// build: the fields the runtime reads and which options were given. The
+// options set it and the runtime reads it (forwarder.NewOptions validates
+// it), so it is internal: a pipeline author only passes options.
+//
+// Config is generic only so that this package needs not import vertex,
+// whose options are functions of it: R is vertex.RetryPolicy and F
+// vertex.FullMode (see forwarder.Options).
+package vconfig
+
+// Config is a vertex's configuration.
+type Config[R, F any] struct {
+	Replicas       int   // replicas (forwarders) of the vertex
+	Partitions     int   // partitions of the vertex's input buffer
+	BatchSize      int   // most messages one read returns
+	MaxInFlight    int   // most messages a replica holds unacked
+	Concurrency    int   // UDF calls or sink writes in parallel per replica
+	OrderByKey     bool  // process messages of one key in order
+	PartitionByKey bool  // route the input buffer by keys
+	Retry          R     // for UDF and sink errors
+	BufferCapacity int64 // input buffer capacity, 0 unbounded
+	FullMode       F     // default full behaviour of edges into the vertex
+
+	Set Set // the options given, see Given
+}
+
+// Set holds one bit per vertex option, in the order of [Given]'s names.
+type Set uint16
+
+// The bits of a [Set], one per vertex option.
+const (
+	Replicas Set = 1 << iota
+	Partitions
+	BatchSize
+	MaxInFlight
+	Concurrency
+	OrderByKey
+	PartitionByKey
+	Retry
+	BufferCapacity
+	BufferFull
+)
+
+var names = [...]string{"Replicas", "Partitions", "BatchSize", "MaxInFlight", "Concurrency",
+	"OrderByKey", "PartitionByKey", "Retry", "BufferCapacity", "BufferFull"}
+
+// InputOptions are the options that configure a vertex's input buffer and
+// the reader and stage behind it; a vertex without input (a source) has
+// none of these and the pipeline refuses them there.
+var InputOptions = []string{"Partitions", "MaxInFlight", "Concurrency", "OrderByKey",
+	"PartitionByKey", "Retry", "BufferCapacity", "BufferFull"}
+
+// Given returns the names of the options given (e.g. "Partitions"), in the
+// order vertex declares them, so a caller can refuse an option that does
+// not apply to a vertex's kind.
+func (c Config[R, F]) Given() []string {
+	var out []string
+	for i, name := range names {
+		if c.Set&(1<<i) != 0 {
+			out = append(out, name)
+		}
+	}
+	return out
+}
