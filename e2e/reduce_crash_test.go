@@ -159,10 +159,11 @@ func reduceCrashFiles(dir string) (fixed, session string) {
 	return filepath.Join(dir, "fixed.txt"), filepath.Join(dir, "session.txt")
 }
 
-// countDistinct counts the distinct ids of a window. The source and the
-// map before the reduce deliver at least once: a kill makes them send
-// again what they had not committed, and a plain count would count those
-// duplicates, which are no fault of the reduce. Counting distinct ids makes
+// countDistinct counts the distinct ids of a window. The topic source
+// delivers at least once: a kill makes it send again what it had not
+// committed (the map after it writes nothing twice, but cannot tell a
+// message handed over again from a new one), and a plain count would count
+// those duplicates, which are no fault of the reduce. Counting distinct ids makes
 // the oracle exact while still catching every lost or extra id. The result
 // carries the pid of the process that computed it. Each id added is
 // progress of the child's crash plan (see reduceCrashProgress).
@@ -215,8 +216,11 @@ func countExact(plan *crashPlan) vertex.Aggregator[int64, map[int64]int64, crash
 // (exit 0), SIGTERM (a clean stop, exit 0) or SIGKILL. With
 // RUNNEL_E2E_SOURCE=generator it runs the generator variant instead.
 func reduceCrashChild() int {
-	if os.Getenv(reduceCrashSourceEnv) == "generator" {
+	switch os.Getenv(reduceCrashSourceEnv) {
+	case "generator":
 		return reduceCrashGenChild()
+	case "generator-map":
+		return reduceCrashGenMapChild()
 	}
 	dir := os.Getenv("RUNNEL_E2E_DIR")
 	perRound, _ := strconv.ParseInt(os.Getenv("RUNNEL_E2E_PER_ROUND"), 10, 64)
@@ -275,7 +279,7 @@ func runReduceCrash[S any](dir string, plan *crashPlan, agg vertex.Aggregator[in
 	sessions, sessionLate := pipeline.Reduce(p, "session", in, vertex.Session(reduceCrashGap), agg,
 		vertex.Replicas(2), vertex.BatchSize(200), vertex.BufferCapacity(5000))
 	// The late streams go to a file: a late message can only be a
-	// duplicate (the assign vertex sends again what a kill kept it from
+	// duplicate (the topic source sends again what a kill kept it from
 	// committing), since a late id never counted fails the oracle.
 	lf, err := os.OpenFile(filepath.Join(dir, "late.txt"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {

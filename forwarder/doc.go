@@ -60,7 +60,12 @@
 // batch from its read to its acknowledgement, so that the position it saves
 // comes with anchors in its output buffers below everything the position
 // does not cover, and after a crash it first acknowledges what it finds it
-// wrote past them: it hands nothing over twice (source_resume.go).
+// wrote past them: it hands nothing over twice (source_resume.go). A map
+// replica on durable storage (RunResumedMap) gives every output its origin
+// (input partition, offset, output index), holds what it wrote until the
+// commit of its input is persisted, and after a crash writes, of each input
+// it reads again, only the outputs it does not find downstream: it writes
+// nothing twice (map_resume.go).
 //
 // A source replica's watermark comes from its SourceWatermarker hook: one
 // per replica, or, for a vertex.PartitionedSource (a topic source reads

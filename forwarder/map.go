@@ -37,7 +37,22 @@ func FromValueFunc[In, Out any](fn func(context.Context, In) (Out, error)) Appen
 // Options.OrderByKey) and a chunk's inputs are acked once all their outputs
 // are written to edges. See replica.run for hard and stop.
 func RunMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn AppendFunc[In, Out]) error {
+	return RunResumedMap(hard, stop, cfg, in, edges, fn, nil)
+}
+
+// RunResumedMap is RunMap on durable storage for a map that writes nothing
+// twice (see MapResume): every output carries its origin, the outputs res
+// found an earlier run wrote are not written again, and the replica holds
+// what it writes until its input's commit is durable. A nil res is RunMap.
+func RunResumedMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn AppendFunc[In, Out], res *MapResume) error {
 	rp := newReplica(hard, stop, cfg, in)
+	if res != nil {
+		a, err := newMapAnchors(res, cfg.Replica)
+		if err != nil {
+			return asProcessError(cfg, err)
+		}
+		rp.r.anchors = a // told of every read batch and every commit
+	}
 	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, rp.r.watermark)
 	rp.stage = stage[In]{mode: modeOf(cfg), out: w, stages: w.Stages()}
 	if rp.stage.stages {
@@ -46,7 +61,10 @@ func RunMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], e
 		rp.stage.chunks = stagedChunks(cfg.Options)
 	}
 	for range rp.workers() {
-		mw := &mapWorker[In, Out]{cfg: cfg, fn: fn, w: w}
+		mw := &mapWorker[In, Out]{cfg: cfg, fn: fn, w: w, res: res}
+		if res != nil {
+			mw.st = &mapStamps{vertex: res.Vertex}
+		}
 		h := mw.write
 		if rp.stage.stages {
 			mw.free = make(chan *stagedOutputs[Out], stagedWrites)
@@ -72,13 +90,17 @@ type mapWorker[In, Out any] struct {
 	// free holds stage's buffers not in flight; the completer returns
 	// them (stagedOutputs.complete).
 	free chan *stagedOutputs[Out]
+	// With a MapResume (nil otherwise): st gives the outputs their
+	// origins, and res says which an earlier run wrote already.
+	res *MapResume
+	st  *mapStamps
 }
 
-// apply maps chunk into m.outs. What the runtime adds to the outputs
-// before they are written belongs here, after the calls.
+// apply maps chunk into m.outs; with a MapResume each output gets its
+// origin (what the runtime adds to the outputs before they are written).
 func (m *mapWorker[In, Out]) apply(ctx context.Context, chunk []inflight[In]) error {
 	var err error
-	m.outs, err = mapChunk(ctx, m.cfg, m.fn, chunk, m.outs[:0])
+	m.outs, err = mapChunk(ctx, m.cfg, m.fn, chunk, m.outs[:0], m.st)
 	return err
 }
 
@@ -88,7 +110,9 @@ func (m *mapWorker[In, Out]) write(ctx context.Context, chunk []inflight[In]) (c
 	if err := m.apply(ctx, chunk); err != nil {
 		return nil, err
 	}
+	m.buf.skip = skipFound[In, Out](m.res, chunk) // what an earlier run wrote
 	err := m.w.Write(ctx, m.outs, &m.buf)
+	m.buf.skip = nil
 	clear(m.outs)
 	return nil, err
 }
@@ -107,7 +131,9 @@ func (m *mapWorker[In, Out]) stage(ctx context.Context, chunk []inflight[In]) (c
 		clear(m.outs)
 		return nil, ctx.Err()
 	}
+	s.buf.skip = skipFound[In, Out](m.res, chunk) // what an earlier run wrote
 	err := m.w.Stage(ctx, m.outs, &s.buf)
+	s.buf.skip = nil
 	clear(m.outs)
 	if err != nil {
 		m.free <- s
@@ -146,11 +172,15 @@ func (s *stagedOutputs[T]) complete() error {
 
 // mapChunk calls fn for every message of chunk, appending the outputs to
 // outs; a failed (or panicking) call is retried alone as the retry policy
-// says, and dropped when the policy allows.
-func mapChunk[In, Out any](ctx context.Context, cfg Config, fn AppendFunc[In, Out], chunk []inflight[In], outs []vertex.Message[Out]) ([]vertex.Message[Out], error) {
+// says, and dropped when the policy allows. With st, every output gets its
+// origin (st's scratch is reset first).
+func mapChunk[In, Out any](ctx context.Context, cfg Config, fn AppendFunc[In, Out], chunk []inflight[In], outs []vertex.Message[Out], st *mapStamps) ([]vertex.Message[Out], error) {
+	if st != nil {
+		st.reset()
+	}
 	for i := 0; i < len(chunk); i++ {
 		var err error
-		if i, outs, err = mapEach(ctx, fn, chunk, i, outs); err == nil {
+		if i, outs, err = mapEach(ctx, fn, chunk, i, outs, st); err == nil {
 			break // every call from i on succeeded
 		}
 		// chunk[i] failed (or panicked): retry it alone. outs keeps
@@ -167,6 +197,7 @@ func mapChunk[In, Out any](ctx context.Context, cfg Config, fn AppendFunc[In, Ou
 			}
 			continue
 		}
+		stampOutputs(st, res[mark:], chunk[i].partition, chunk[i].offset)
 		outs = res
 	}
 	return outs, nil
@@ -177,13 +208,16 @@ func mapChunk[In, Out any](ctx context.Context, cfg Config, fn AppendFunc[In, Ou
 // when none did), the outputs of the calls that succeeded, and the error. A
 // panic of fn is such a failure (a *vertex.PanicError): one guard covers the
 // whole run of calls, so the common path pays no guard per message.
-func mapEach[In, Out any](ctx context.Context, fn AppendFunc[In, Out], chunk []inflight[In], from int, outs []vertex.Message[Out]) (at int, done []vertex.Message[Out], err error) {
+func mapEach[In, Out any](ctx context.Context, fn AppendFunc[In, Out], chunk []inflight[In], from int, outs []vertex.Message[Out], st *mapStamps) (at int, done []vertex.Message[Out], err error) {
 	defer recoverPanic(&err) // at and done are as they were when the call panicked
 	done = outs
 	for at = from; at < len(chunk); at++ {
 		res, err := fn(ctx, chunk[at].msg, done)
 		if err != nil {
 			return at, done, err
+		}
+		if st != nil {
+			stampOutputs(st, res[len(done):], chunk[at].partition, chunk[at].offset)
 		}
 		done = res
 	}

@@ -60,6 +60,10 @@ type reader[T any] struct {
 	mu       sync.Mutex // guards the fields below and err
 	dirty    []bool     // partitions with acks not yet committed
 	anyDirty bool
+
+	// anchors, when not nil, is told of each batch before it is handed on
+	// and runs after each commit (map_resume.go).
+	anchors *mapAnchors
 }
 
 // newReader returns the reader of c, whose buffer has partitions; with
@@ -184,6 +188,9 @@ func (r *reader[T]) take(b isb.Batch[vertex.Message[T]]) []inflight[T] {
 	}
 	buf.items = items
 	buf.left.Store(int64(len(items)))
+	if r.anchors != nil && len(items) > 0 {
+		r.anchors.register(b.Partition, b.End())
+	}
 	r.raiseHead(wm)
 	// Stored after the inserts, so a commit that finds nothing in flight
 	// and commits up to delivered never passes an untracked offset.
@@ -247,6 +254,9 @@ func (r *reader[T]) commitDirty() error {
 			return err
 		}
 		r.committed[p] = target
+	}
+	if r.anchors != nil {
+		return r.anchors.committed()
 	}
 	return nil
 }
@@ -337,61 +347,4 @@ func (r *reader[T]) drain() error {
 	_ = r.sem.Acquire(context.Background(), int64(r.max))
 	defer r.sem.Release(int64(r.max))
 	return r.commitDirty()
-}
-
-// watermark is the replica's watermark for the publisher: the lowest
-// in-flight watermark, or the newest read when nothing is in flight.
-func (r *reader[T]) watermark() time.Time {
-	if wm, ok := r.tr.LowestWatermark(); ok {
-		return wm
-	}
-	if ns := r.headWM.Load(); ns != 0 {
-		return time.Unix(0, ns)
-	}
-	return time.Time{}
-}
-
-// raiseHead raises the newest watermark read to wm (the reader and the idle
-// loop both raise it).
-func (r *reader[T]) raiseHead(wm time.Time) {
-	if wm.IsZero() {
-		return
-	}
-	ns := wm.UnixNano()
-	for {
-		old := r.headWM.Load()
-		if ns <= old || r.headWM.CompareAndSwap(old, ns) {
-			return
-		}
-	}
-}
-
-// idleLoop asks f every interval about each of partitions that delivered
-// nothing since the previous tick (an empty read), so that a quiet
-// partition, whose upstream publishes idle WMBs, advances the replica's
-// watermark. It runs until ctx ends.
-func (r *reader[T]) idleLoop(ctx context.Context, f IdleFetcher, every time.Duration, partitions []int) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	last := make([]int64, len(partitions))
-	for i := range last {
-		last[i] = -1
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		for i, p := range partitions {
-			// delivered is stored after the batch's fetches and inserts,
-			// so every offset below next has had its watermark fetched.
-			next := r.delivered[p].Load()
-			if next != last[i] {
-				last[i] = next
-				continue
-			}
-			r.raiseHead(f.FetchIdle(p, next))
-		}
-	}
 }

@@ -55,6 +55,11 @@ type WriteBuffer[T any] struct {
 	// and wm the replica's watermark when they were staged.
 	staged []stagedWrite[T]
 	wm     time.Time
+
+	// skip, when set for a write, leaves out of the edge of index edge
+	// the messages it reports: outputs a restarted map found it wrote
+	// before (map_resume.go).
+	skip func(edge int, m *vertex.Message[T]) bool
 }
 
 // stagedWrite is one write of a Stage: n messages to partition part of e,
@@ -161,7 +166,7 @@ func (w *Writer[T]) write(ctx context.Context, msgs []vertex.Message[T], buf *Wr
 	}
 	for i := range w.edges {
 		e := &w.edges[i]
-		if e.When == nil && !drops {
+		if e.When == nil && !drops && buf.skip == nil {
 			// The edge takes every message: no copy.
 			if err := w.writeEdge(ctx, e, msgs, buf, stage); err != nil {
 				return err
@@ -173,6 +178,9 @@ func (w *Writer[T]) write(ctx context.Context, msgs []vertex.Message[T], buf *Wr
 			m := &msgs[k]
 			if (len(m.Tags) > 0 && m.HasTag(vertex.DropTag)) || !e.When.Match(m.Tags) {
 				continue
+			}
+			if buf.skip != nil && buf.skip(i, m) {
+				continue // written before a restart
 			}
 			sel = append(sel, *m)
 		}

@@ -40,7 +40,8 @@
 // is released. A group with open consumers cannot be deleted
 // ([ErrGroupInUse]); an unknown one is [ErrUnknownGroup]. A writer that
 // must read back what it wrote holds it in storage with [Topic.Retain],
-// which keeps retention, not capacity.
+// which keeps retention, not capacity; each holder has its own hold, and
+// storage releases below the lowest.
 //
 // Closing a topic wakes every blocked producer and consumer with
 // [ErrClosed] before the storage is closed. Errors match the package's

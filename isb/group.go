@@ -3,6 +3,7 @@ package isb
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -242,19 +243,23 @@ func (t *Topic[T]) releaseStorage(p int) error {
 	return nil
 }
 
-// Retain keeps the items of partition p at and above offset in storage,
-// even once every group has committed them: storage releases nothing at
-// or past the lowest retained offset. A later Retain replaces the hold
+// Retain keeps the items of partition p at and above offset in storage on
+// behalf of holder, even once every group has committed them: storage
+// releases nothing at or past the lowest offset any holder retains. Each
+// holder has one hold per partition, which its later Retain replaces
 // (offset may move either way, but what storage released already is not
-// brought back); Retain(p, math.MaxInt64) removes it. Capacity does not
-// change: it follows the groups' commits alone.
+// brought back); Retain(holder, p, math.MaxInt64) removes it. The holds of
+// other holders stay as they are, so several writers of one topic (a
+// pipeline's source and the replicas of a map vertex) each keep what they
+// must find again without knowing of each other. Capacity does not change:
+// it follows the groups' commits alone.
 //
 // A writer that must read back what it wrote after a crash holds it this
 // way (a pipeline's resumable source keeps what it wrote since it last
-// saved its position, to find it again, see package pipeline). The hold
-// lives in the topic, not in storage: set it again after a reopen, before
-// any group commits.
-func (t *Topic[T]) Retain(p int, offset int64) error {
+// saved its position, a map what it wrote for inputs not yet committed, to
+// find it again, see package pipeline). The holds live in the topic, not
+// in storage: set them again after a reopen, before any group commits.
+func (t *Topic[T]) Retain(holder string, p int, offset int64) error {
 	if p < 0 || p >= len(t.parts) {
 		return fmt.Errorf("%w: partition %d of topic %q, want 0 <= p < %d", ErrInvalidKey, p, t.name, len(t.parts))
 	}
@@ -266,7 +271,18 @@ func (t *Topic[T]) Retain(p int, offset int64) error {
 	pt := t.parts[p]
 	pt.cmu.Lock()
 	defer pt.cmu.Unlock()
-	pt.retain = offset
+	if offset == math.MaxInt64 {
+		delete(pt.holds, holder)
+	} else {
+		if pt.holds == nil {
+			pt.holds = map[string]int64{}
+		}
+		pt.holds[holder] = offset
+	}
+	pt.retain = math.MaxInt64
+	for _, off := range pt.holds {
+		pt.retain = min(pt.retain, off)
+	}
 	return t.releaseStorage(p)
 }
 

@@ -82,8 +82,10 @@ type partition[T any] struct {
 	// offsets passed to Release only grow.
 	released int64
 	// retain is the lowest offset storage must keep (guarded by cmu; see
-	// Topic.Retain): Release never passes it. MaxInt64: no hold.
+	// Topic.Retain): Release never passes it. MaxInt64: no hold. It is the
+	// lowest of holds, each holder's offset.
 	retain int64
+	holds  map[string]int64
 	_      [64]byte // keep the next partition's locks off this cache line
 }
 

@@ -59,8 +59,13 @@ func FlatMap[In, Out any](p *Pipeline, name string, in Stream[In], fn vertex.Map
 
 func addMap[In, Out any](p *Pipeline, name string, in Stream[In], fn forwarder.AppendFunc[In, Out], opts []vertex.Option) Stream[Out] {
 	n := addReader[In](p, name, kindMap, in, opts, fn == nil)
+	var res *forwarder.MapResume // set by resume, read by the replicas it starts
+	n.resume = func(c *config, p *Pipeline, n *node) (err error) {
+		res, err = prepareMap[In, Out](c, p, n)
+		return err
+	}
 	n.run = func(rt *runtime, n *node, r int) error {
-		return forwarder.RunMap(rt.hard, rt.hard, rt.replicaConfig(n, r), readerInput[In](n, r), edgesFor[Out](n), fn)
+		return forwarder.RunResumedMap(rt.hard, rt.hard, rt.replicaConfig(n, r), readerInput[In](n, r), edgesFor[Out](n), fn, res)
 	}
 	return streamOf[Out](p, n)
 }

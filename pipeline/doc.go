@@ -106,16 +106,37 @@
 //     with the same ID (the reduce crash test, 18 SIGKILLs and 6 SIGTERMs
 //     of generator -> two reduces: no input counted twice, none missing;
 //     before this, 3,600 of 56,000 inputs counted twice in 14 rounds).
+//   - A map vertex ([Map], [FlatMap], [KeyBy]) writes nothing twice: every
+//     record it writes carries its origin (the vertex, and the partition,
+//     offset and output index of its input; a hidden field of the
+//     envelope), each replica keeps in its output buffers what it wrote
+//     for inputs whose commit is not yet persisted, and on restart the
+//     pipeline reads those buffers back and the replicas write, for each
+//     input they read again, only the outputs they did not find (an input
+//     found whole is acknowledged at once; see forwarder.MapResume). This
+//     assumes a deterministic map function; one that gives other outputs
+//     when it maps an input again gets at least once for the outputs whose
+//     index was not found, and the ones found stand.
+//   - So a reduce fed by a replayable, resumable source through any chain
+//     of such maps, with any number of replicas, counts every input
+//     exactly once across crashes (the crash test of generator -> FlatMap
+//     of two outputs per input -> two reduces, 18 SIGKILLs and 6 SIGTERMs,
+//     1 and 2 map replicas: no value counted twice, none missing; before
+//     the map's origins, 5,150 and 13,400 of 192,000 values counted twice,
+//     in 400 and 660 of 2,880 fixed-window results).
 //   - Every other case is at least once: FromTopic (its commit is saved
-//     apart from the writes it covers), sources held in the process, a
-//     buffer the source shares with another vertex (a Join: another
-//     source's IDs cannot be told from its own, so what it wrote there is
-//     written again), and every vertex after the first buffer: a map, a
-//     sink or a reduce that a kill stops between its writes and the
-//     persisting of its commit processes that input again (a reduce
-//     downstream of a map counts the map's repeated outputs again; the
-//     reduce itself never counts an input offset twice, see
-//     forwarder.ReduceLog).
+//     apart from the writes it covers, so what it wrote after its last
+//     commit it writes again), sources held in the process, a buffer the
+//     source shares with another vertex (a Join: another source's IDs
+//     cannot be told from its own, so what it wrote there is written
+//     again), a [MapStream] or [BatchMap] vertex (their outputs carry no
+//     origin), a reduce's results (a reduce that a kill stops between
+//     writing a window's results and logging that it closed emits them
+//     again: identical results with the same ID, which a deduplicating
+//     sink drops), and a sink, which a kill stops between its write and
+//     its commit. The reduce itself never counts an input offset twice
+//     (see forwarder.ReduceLog). On memory storage nothing of this
+//     applies: a crash loses the buffers (above).
 //
 // Which built-in sources are replayable, on durable storage: the generator
 // (vertex.Generator, a vertex.Resumable: it continues after what was

@@ -98,6 +98,11 @@ func (a *sourceAnchors) hold(m map[string][]int64) error {
 	return errors.Join(errs...)
 }
 
+// sourceHolder is the holder of a source vertex's holds on its output
+// buffers (isb.Topic.Retain): one per vertex, as its replicas share one
+// position.
+func sourceHolder(vertex string) string { return "source/" + vertex }
+
 // scanOutputs reads what the source wrote after its saved state in each
 // output buffer only it writes to, holds those records, and returns them
 // for the replicas with the anchors the state file saves from now on.
@@ -132,7 +137,7 @@ func scanOutputs[T any](log *zap.Logger, n *node, saved savedState, exists bool)
 			return nil, nil, fmt.Errorf("read back buffer %s: %w", e.to.name, err)
 		}
 		for p, off := range start {
-			if err := b.topic.Retain(p, off); err != nil {
+			if err := b.topic.Retain(sourceHolder(n.name), p, off); err != nil {
 				return nil, nil, fmt.Errorf("retain buffer %s partition %d from offset %d: %w", e.to.name, p, off, err)
 			}
 		}
@@ -140,7 +145,8 @@ func scanOutputs[T any](log *zap.Logger, n *node, saved savedState, exists bool)
 		res.Order = append(res.Order, e.to.name)
 		res.Start = append(res.Start, start...)
 		a.order, a.parts = append(a.order, e.to.name), append(a.parts, parts)
-		a.retain = append(a.retain, b.topic.Retain)
+		topic, holder := b.topic, sourceHolder(n.name)
+		a.retain = append(a.retain, func(p int, off int64) error { return topic.Retain(holder, p, off) })
 		bufs = append(bufs, b)
 	}
 	res.Tails = func(dst []int64) {
@@ -160,14 +166,35 @@ func scanOutputs[T any](log *zap.Logger, n *node, saved savedState, exists bool)
 // source's, is written again.
 func (b *inputBuffer[T]) scan(log *zap.Logger, start []int64) ([]vertex.Message[T], error) {
 	var out []vertex.Message[T]
-	buf := make([]vertex.Message[T], 512)
+	err := b.readBack(log, start, nil, func(_ int, _ int64, m *vertex.Message[T]) error {
+		out = append(out, *m)
+		return nil
+	})
+	return out, err
+}
+
+// scanBatch is how many records readBack reads at a time.
+const scanBatch = 512
+
+// readBack calls visit with every data message of every partition p from
+// start[p] to its tail, and where it lies; the message is valid during the
+// call only. prepare, when not nil, is called once with the read buffer
+// (scanBatch messages) before the first read: the map sets the origin
+// slots there that the envelope decodes into. A damaged record is stepped
+// over: what it held, the writer writes again. Records below a partition's
+// head, released before they could be read, are logged.
+func (b *inputBuffer[T]) readBack(log *zap.Logger, start []int64, prepare func([]vertex.Message[T]), visit func(p int, at int64, m *vertex.Message[T]) error) error {
+	buf := make([]vertex.Message[T], scanBatch)
+	if prepare != nil {
+		prepare(buf)
+	}
 	for p, l := range b.logs {
 		from, head, tail := start[p], l.Head(), l.Tail()
 		if head > from {
 			// Retain kept them, unless the anchors were saved by a run
-			// that could not hold them: what the source wrote there it
+			// that could not hold them: what the writer wrote there it
 			// writes again.
-			log.Warn("records past the source's saved anchor were removed before they could be read back",
+			log.Warn("records past the writer's saved anchor were removed before they could be read back",
 				zap.String("buffer", b.group), zap.Int("partition", p), zap.Int64("removed", head-from))
 			from = head
 		}
@@ -178,15 +205,17 @@ func (b *inputBuffer[T]) scan(log *zap.Logger, start []int64) ([]vertex.Message[
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("partition %d offset %d: %w", p, off, err)
+				return fmt.Errorf("partition %d offset %d: %w", p, off, err)
 			}
-			for _, m := range got {
-				if !m.HasTag(forwarder.ControlTag) {
-					out = append(out, m)
+			for k := range got {
+				if !got[k].HasTag(forwarder.ControlTag) {
+					if err := visit(p, off+int64(k), &got[k]); err != nil {
+						return err
+					}
 				}
 			}
 			off += int64(len(got))
 		}
 	}
-	return out, nil
+	return nil
 }

@@ -53,6 +53,10 @@ type groupCommitLog[T any] struct {
 	mu      sync.Mutex       // guards the fields below
 	want    map[string]int64 // commits not yet persisted, by group
 	release int64            // the latest Release not yet passed on; -1: none
+	// done is, by group, the latest commit a pass persisted (or storage
+	// held when persisted first asked), so that persisted never waits for
+	// storage's lock, which a pass holds through a checkpoint's fsyncs.
+	done map[string]int64
 }
 
 var _ isb.Backend[int] = (*groupCommits[int])(nil)
@@ -69,7 +73,7 @@ func (g *groupCommits[T]) Open(topic string, partitions int) error {
 	g.opened = true
 	g.logs = make([]*groupCommitLog[T], partitions)
 	for i := range g.logs {
-		g.logs[i] = &groupCommitLog[T]{Log: g.Backend.Partition(i), owner: g, want: map[string]int64{}, release: -1}
+		g.logs[i] = &groupCommitLog[T]{Log: g.Backend.Partition(i), owner: g, want: map[string]int64{}, release: -1, done: map[string]int64{}}
 	}
 	go g.loop()
 	return nil
@@ -158,7 +162,11 @@ func (g *groupCommits[T]) persist() error {
 			if err := l.Log.Commit(group, off); err != nil {
 				errs = append(errs, err)
 				failed = true
+				continue
 			}
+			l.mu.Lock()
+			l.done[group] = max(l.done[group], off)
+			l.mu.Unlock()
 		}
 		if failed {
 			continue // keep the segments the failed commits may still need
@@ -240,6 +248,27 @@ func (l *groupCommitLog[T]) Committed(group string) (int64, bool) {
 		return off, true
 	}
 	return l.Log.Committed(group)
+}
+
+// persisted returns the group's latest persisted commit: what a restart
+// resumes from. After its first call for a group it takes no lock of
+// storage's (a map's reader asks after every commit).
+func (l *groupCommitLog[T]) persisted(group string) (int64, bool) {
+	l.mu.Lock()
+	off, ok := l.done[group]
+	l.mu.Unlock()
+	if ok {
+		return off, true
+	}
+	off, ok = l.Log.Committed(group)
+	if !ok {
+		return off, false // the head: no commit yet
+	}
+	l.mu.Lock()
+	off = max(off, l.done[group]) // a pass may have persisted a later one meanwhile
+	l.done[group] = off
+	l.mu.Unlock()
+	return off, true
 }
 
 // Release records offset for the next pass.

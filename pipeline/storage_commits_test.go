@@ -186,3 +186,40 @@ func TestGroupCommitsCloseWithoutOpen(t *testing.T) {
 		t.Fatal("Close of an unopened backend hangs")
 	}
 }
+
+// persistedCommit, which a map's holds follow (map_resume.go), is what
+// storage persisted, not what the reader recorded for the next pass: a
+// hold moved past a commit not yet persisted would let storage release
+// outputs a crash makes the map look for again.
+func TestPersistedCommitIsWhatStorageHolds(t *testing.T) {
+	ctx := context.Background()
+	topic, g := openGrouped(t, t.TempDir())
+	defer topic.Close()
+	if err := topic.Producer(nil).ProduceBatch(ctx, make([]int, 100)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := topic.PullConsumer("g", isb.ManualCommit(), isb.BatchSize(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Pull(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CommitTo(0, 60); err != nil {
+		t.Fatal(err)
+	}
+	l := g.Partition(0) // the log the pipeline's buffer reads back
+	if off, _ := l.Committed("g"); off != 60 {
+		t.Fatalf("Committed = %d, want the recorded 60", off)
+	}
+	if off := persistedCommit(l, "g"); off != 0 {
+		t.Fatalf("persistedCommit = %d before any pass, want 0 (the head)", off)
+	}
+	if err := g.persist(); err != nil {
+		t.Fatal(err)
+	}
+	if off := persistedCommit(l, "g"); off != 60 {
+		t.Fatalf("persistedCommit = %d after a pass, want 60", off)
+	}
+}

@@ -1,6 +1,11 @@
 package vertex
 
-import "time"
+import (
+	"time"
+	"unsafe"
+
+	"github.com/runnel-dev/runnel/internal/origin"
+)
 
 // Message is the envelope every vertex receives and emits: the user's value
 // plus the metadata the runtime routes and orders by.
@@ -9,6 +14,11 @@ import "time"
 // vertices: treat them as immutable once a message is emitted, and build new
 // slices or maps to change them.
 type Message[T any] struct {
+	// origin is where the message came from when the runtime writes it to
+	// durable storage (internal/origin): set just before the write, never
+	// on a message read. It stays the first field: internal/origin.Of
+	// finds it at the message's address.
+	origin *origin.Origin
 	// ID identifies the message. Built-in sources set a unique ID; [Derive]
 	// keeps the input's ID so a message can be followed through a pipeline.
 	ID string
@@ -38,6 +48,10 @@ type Message[T any] struct {
 	// lateness against its own watermark (see [Windowing]).
 	Late bool
 }
+
+// The origin field is at offset 0 of every Message (internal/origin.Of):
+// this fails to compile otherwise.
+var _ = [1]struct{}{}[unsafe.Offsetof(Message[struct{}]{}.origin)]
 
 // DropTag, among a message's tags, discards it: the writer forwards it to no
 // edge, acks its input and counts it as dropped.

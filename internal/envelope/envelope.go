@@ -10,9 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/origin"
 	"github.com/runnel-dev/runnel/isb/codec"
 	"github.com/runnel-dev/runnel/vertex"
 )
@@ -29,7 +31,7 @@ import (
 //	+---------+-------+-------------+------------------------------------+-----------+--------------+
 //
 //	flags: bit 0 set: the event time is present (a zero EventTime is not
-//	stored); bits 1-7 must be zero.
+//	stored); bit 1 set: the origin is present; bits 2-7 must be zero.
 //
 //	meta:
 //	  [event time: seconds since 1970 (zigzag varint), nanoseconds (uvarint, < 1e9)]  if flags bit 0
@@ -37,6 +39,20 @@ import (
 //	  key count, keys (strings)
 //	  tag count, tags (strings)
 //	  header count, then per header: name (string), value (string), in name order
+//
+//	origin, between flags and meta length, if flags bit 1:
+//	  writer (string), partition, offset, output index (uvarints)
+//
+// The origin (internal/origin) is the runtime's, not the user's: the
+// writing map vertex and the partition, offset and output index of the
+// input the message was made of, which a restarted map looks for to write
+// only what it had not written. It was added to version 1 as a flag, so
+// that buffers written before it still open and read (their codec name is
+// the same); a build that predates it refuses a record that carries one
+// (unknown flag). Decode reads it only into an origin the message already
+// points to (the restart scan's); everywhere else it is skipped, so a
+// message read never carries one. It lies outside the meta section so that
+// a skipped origin costs no bytes of the meta's string.
 //
 // The value is the user's value encoded by the topic's value codec, and
 // ends the envelope exactly: trailing bytes are an error. The envelope
@@ -54,7 +70,8 @@ const (
 	Version = 1
 
 	flagEventTime = 1 << 0
-	knownFlags    = flagEventTime
+	flagOrigin    = 1 << 1
+	knownFlags    = flagEventTime | flagOrigin
 )
 
 // ErrInvalid is matched by every *Error.
@@ -107,8 +124,17 @@ func (c envelopeCodec[T]) Append(dst []byte, m vertex.Message[T]) ([]byte, error
 	if !m.EventTime.IsZero() {
 		flags |= flagEventTime
 	}
+	if *origin.Of(&m) != nil {
+		flags |= flagOrigin
+	}
 	metaLen := c.metaLen(&m, flags)
 	dst = append(dst, Version, flags)
+	if o := *origin.Of(&m); o != nil {
+		dst = appendString(dst, o.Writer)
+		dst = binary.AppendUvarint(dst, uint64(o.Partition))
+		dst = binary.AppendUvarint(dst, uint64(o.Offset))
+		dst = binary.AppendUvarint(dst, uint64(o.Index))
+	}
 	dst = binary.AppendUvarint(dst, uint64(metaLen))
 	if flags&flagEventTime != 0 {
 		dst = binary.AppendVarint(dst, m.EventTime.Unix())
@@ -156,11 +182,22 @@ func (c envelopeCodec[T]) metaLen(m *vertex.Message[T], flags byte) int {
 
 // Decode replaces *m with the message encoded in src, every field
 // (Watermark and Late become zero: the reader sets them). On error *m is
-// the zero message.
+// the zero message. The origin is the exception: when m points to one
+// already, it is replaced by the record's (the zero Origin when the record
+// has none) and m keeps pointing to it; otherwise m gets none.
 func (c envelopeCodec[T]) Decode(src []byte, m *vertex.Message[T]) error {
+	o := *origin.Of(m)
 	*m = vertex.Message[T]{}
+	*origin.Of(m) = o
+	if o != nil {
+		*o = origin.Origin{}
+	}
 	if err := c.decode(src, m); err != nil {
 		*m = vertex.Message[T]{}
+		*origin.Of(m) = o
+		if o != nil {
+			*o = origin.Origin{}
+		}
 		return err
 	}
 	return nil
@@ -177,7 +214,14 @@ func (c envelopeCodec[T]) decode(src []byte, m *vertex.Message[T]) error {
 	if flags&^knownFlags != 0 {
 		return &Error{Offset: 1, Reason: fmt.Sprintf("unknown flags %#02x", flags&^knownFlags)}
 	}
-	metaLen, pos, err := readUvarint(src, 2, "meta length")
+	pos := 2
+	if flags&flagOrigin != 0 {
+		var err error
+		if pos, err = decodeOrigin(src, pos, *origin.Of(m)); err != nil {
+			return err
+		}
+	}
+	metaLen, pos, err := readUvarint(src, pos, "meta length")
 	if err != nil {
 		return err
 	}
@@ -199,6 +243,37 @@ func (c envelopeCodec[T]) decode(src []byte, m *vertex.Message[T]) error {
 		return &Error{Offset: pos, Reason: "value (codec " + c.value.Name() + ")", Err: err}
 	}
 	return nil
+}
+
+// decodeOrigin reads the origin at pos of src into *o (nil: it is
+// skipped, and nothing is allocated) and returns where it ends.
+func decodeOrigin(src []byte, pos int, o *origin.Origin) (int, error) {
+	r := metaReader{b: src, pos: pos}
+	at := r.pos
+	n := r.uvarint("origin writer length")
+	if r.err == nil && n > uint64(len(src)-r.pos) {
+		r.pos = at
+		r.fail(fmt.Sprintf("truncated: origin writer of %d bytes, %d left", n, len(src)-r.pos))
+	}
+	var w []byte
+	if r.err == nil {
+		w = src[r.pos : r.pos+int(n)]
+		r.pos += int(n)
+	}
+	p := r.uvarint("origin partition")
+	off := r.uvarint("origin offset")
+	idx := r.uvarint("origin index")
+	if r.err == nil && (p > math.MaxInt32 || off > math.MaxInt64 || idx > math.MaxInt32) {
+		r.pos = at
+		r.fail(fmt.Sprintf("origin partition %d, offset %d or index %d out of range", p, off, idx))
+	}
+	if r.err != nil {
+		return r.pos, r.err
+	}
+	if o != nil {
+		*o = origin.Origin{Writer: string(w), Partition: int(p), Offset: int64(off), Index: int(idx)}
+	}
+	return r.pos, nil
 }
 
 // decodeMeta decodes the meta section meta, which starts at byte base of
