@@ -262,5 +262,5 @@ func (sr *sourceReplica[T]) write(b *sourceBatch[T]) error {
 		}
 		return err
 	}
-	return sr.batches.submit(sr.ctx, b)
+	return sr.batches.submit(b)
 }

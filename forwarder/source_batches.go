@@ -120,13 +120,16 @@ func (s *sourceBatches[T]) take(ctx context.Context) *sourceBatch[T] {
 	}
 }
 
-// submit hands a staged batch on: to the completer (once ctx ended it is
-// dropped), or completed inline (whose error it returns).
-func (s *sourceBatches[T]) submit(ctx context.Context, b *sourceBatch[T]) error {
+// submit hands a staged batch on: to the completer, or completed inline
+// (whose error it returns). A batch staged is completed and acknowledged
+// even once hard ended, as its writes were (only a failure before it drops
+// it): the queue is never left behind on a context, and never waits, as
+// there are only depth batches.
+func (s *sourceBatches[T]) submit(b *sourceBatch[T]) error {
 	if s.done == nil {
 		return s.settle(b)
 	}
-	s.done.submit(ctx, b) // never waits: there are only depth batches
+	s.done.submit(context.Background(), b)
 	return nil
 }
 
