@@ -14,23 +14,31 @@
 // (everything below it is done). A slow stage therefore blocks the reader
 // and backpressure reaches the sources with bounded memory.
 //
-// Commits are made by the reader goroutine only, because an isb consumer
-// allows one goroutine at a time. The reader commits the marked partitions
-// before each wait (for permits, or in Pull); an ack that leaves its
-// partition with nothing in flight also interrupts a wait in progress by
-// cancelling its context, which the isb contract makes harmless (a
-// cancelled Pull delivers nothing), so a drained partition is committed at
-// once and an upstream waiting for capacity never waits for an idle reader.
+// The reader commits the marked partitions before each wait (for permits,
+// or in Pull), and its waits are never interrupted to commit: an ack that
+// leaves its partition with nothing in flight commits that partition at
+// once, from the acking goroutine (a commit does not wait for a blocked
+// Pull; the reader's commits and the ackers' are serialized), so a drained
+// partition is committed at once and an upstream waiting for capacity
+// never waits for an idle reader. A failed commit of an acker ends the
+// reader's wait and fails the replica.
+//
+// A replica's goroutines (its workers, the completer of its staged writes,
+// its idle loops) run in one errgroup: the first error one of them returns
+// cancels the group's context, which stops the reader and makes the
+// workers nack what they hold, and is the error the replica returns once
+// every goroutine has ended. Nothing else reports it. The replica stops in
+// ordered steps (see replica.drain).
 //
 // On durable storage a write is done once flushed, and a flush costs about
-// as much for one message as for a thousand. Where the buffers stage
-// writes (isb.StagedLog), a source replica keeps several read batches and
-// a map worker several chunks in flight: a write is staged, and a
-// completer goroutine waits for its flush, publishes its watermark and
-// only then acks it (the source in read order), while the loop goes on
-// with the next (source_batches.go, staged_worker.go). Nothing is acked
-// before it is durable; memory storage stages nothing and runs the serial
-// loops.
+// as much for one message as for many. Where the buffers stage writes
+// (isb.StagedLog), a source replica keeps several read batches and a map
+// replica several chunks in flight: a write is staged, and the replica's
+// ordered completer waits for its flush, publishes its watermark and only
+// then acks it, in the order it was staged, while the loop goes on with
+// the next (completer.go). A reduce replica with a WAL does the same with
+// its log appends. Nothing is acked before it is durable; memory storage
+// stages nothing, and its replicas run no completer.
 //
 // A replica ends by itself when its input has ended: every processor
 // writing to the partitions it reads has written its end-of-stream message
@@ -66,6 +74,8 @@
 // (source_marks.go), so that a partition left behind by a restart is never
 // judged late on the watermark of one ahead.
 //
-// Watermarks, and work-in-progress marking for storage with ack deadlines,
-// plug in through the small interfaces of hooks.go; nil hooks cost nothing.
+// Watermarks plug in through the small interfaces of hooks.go; nil hooks
+// cost nothing. Storage with ack deadlines (isb.AckDeadlines) needs no
+// hook: the isb consumer keeps what it delivered in progress until it is
+// committed.
 package forwarder

@@ -12,8 +12,8 @@ import (
 // panic into a *vertex.PanicError. The panic is then an error of the
 // message or batch like any other: retried, dropped or failing the pipeline
 // as the retry policy says. A guard costs a deferred call: per call, or per
-// run of calls for a map function (paid per message it was about 2% of the
-// pipeline's CPU).
+// run of calls for a map function (paid per message, it showed in the
+// pipeline's CPU profile: docs/benchmarks.md).
 
 // guardAppend calls a map function once (a retry); RunMap's common path
 // guards a whole run of calls at once (mapEach).

@@ -45,7 +45,7 @@ func TestRunMapPanicMidChunk(t *testing.T) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	cfg := Config{Vertex: "m", Options: opts, Counters: cnt, Fail: func(err error) { t.Error(err) }}
+	cfg := Config{Vertex: "m", Options: opts, Counters: cnt}
 	done := make(chan error, 1)
 	go func() {
 		done <- RunMap(ctx, ctx, cfg, Input[int]{Consumer: c, Partitions: 1}, []Edge[int]{{To: "out", Topic: out}}, fn)

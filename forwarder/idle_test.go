@@ -110,7 +110,9 @@ func TestWriterIdleLoop(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		w.idleLoop(ctx, rec, time.Millisecond, func(err error) { t.Errorf("idle loop failed: %v", err) })
+		if err := w.idleLoop(ctx, rec, time.Millisecond); err != nil {
+			t.Errorf("idle loop failed: %v", err)
+		}
 	})
 	select {
 	case <-rec.wrote:
@@ -126,12 +128,10 @@ func TestWriterIdleLoop(t *testing.T) {
 		t.Fatalf("partition 1 holds %v, want 2 items then the control message", got)
 	}
 
-	// A hook error fails the replica once, and the loop ends.
+	// A hook error ends the loop, which returns it (it fails the replica).
 	failing := &idleRecorder{wrote: make(chan struct{}), failErr: errors.New("boom")}
-	failed := make(chan error, 2)
-	w.idleLoop(context.Background(), failing, time.Millisecond, func(err error) { failed <- err })
-	if len(failed) != 1 || !errors.Is(<-failed, failing.failErr) {
-		t.Fatal("the hook's error did not fail the replica exactly once")
+	if err := w.idleLoop(context.Background(), failing, time.Millisecond); !errors.Is(err, failing.failErr) {
+		t.Fatalf("the idle loop returned %v, want the hook's error", err)
 	}
 }
 

@@ -35,7 +35,7 @@ func FromValueFunc[In, Out any](fn func(context.Context, In) (Out, error)) Appen
 // RunMap runs one replica of a map vertex: fn is called for every input
 // (concurrently up to Options.Concurrency, in order per key with
 // Options.OrderByKey) and a chunk's inputs are acked once all their outputs
-// are written to edges. See runReplica for hard and stop.
+// are written to edges. See replica.run for hard and stop.
 func RunMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn AppendFunc[In, Out]) error {
 	return RunResumedMap(hard, stop, cfg, in, edges, fn, nil)
 }
@@ -45,71 +45,101 @@ func RunMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], e
 // found an earlier run wrote are not written again, and the replica holds
 // what it writes until its input's commit is durable. A nil res is RunMap.
 func RunResumedMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn AppendFunc[In, Out], res *MapResume) error {
-	var w *Writer[Out]
-	writer := func(r *reader[In]) *Writer[Out] {
-		if w == nil {
-			w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, r.watermark)
-		}
-		return w
-	}
-	parts := replicaParts[In]{mode: modeOf(cfg), out: func() output { return w }}
-	stamps := func() *mapStamps { return nil }
+	rp := newReplica(hard, stop, cfg, in)
 	if res != nil {
 		a, err := newMapAnchors(res, cfg.Replica)
 		if err != nil {
 			return asProcessError(cfg, err)
 		}
-		parts.anchors = a
-		stamps = func() *mapStamps { return &mapStamps{vertex: res.Vertex} }
+		rp.r.anchors = a // told of every read batch and every commit
 	}
-	parts.newHandler = func(r *reader[In]) handler[In] {
-		w := writer(r)
-		buf := &WriteBuffer[Out]{}
-		st := stamps()
-		var outs []vertex.Message[Out]
-		return func(ctx context.Context, chunk []inflight[In]) error {
-			var err error
-			if outs, err = mapChunk(ctx, cfg, fn, chunk, outs[:0], st); err != nil {
-				return err
-			}
-			buf.skip = skipFound[In, Out](res, chunk)
-			err = w.Write(ctx, outs, buf)
-			buf.skip = nil
-			clear(outs)
-			return err
-		}
-	}
-	if edgesStage(edges) {
+	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, rp.r.watermark)
+	rp.stage = stage[In]{mode: modeOf(cfg), out: w, stages: w.Stages()}
+	if rp.stage.stages {
 		// Durable storage that stages writes: a worker maps its next
 		// chunks while the outputs of the last ones are flushed.
-		parts.chunks = stagedChunks(cfg.Options)
-		parts.newStaged = func(r *reader[In]) stagedHandler[In] {
-			w := writer(r)
-			free := make(chan *stagedOutputs[Out], stagedWrites)
-			for range stagedWrites {
-				free <- &stagedOutputs[Out]{w: w, free: free}
-			}
-			st := stamps()
-			var outs []vertex.Message[Out]
-			return func(ctx context.Context, chunk []inflight[In]) (pendingWrite, error) {
-				var err error
-				if outs, err = mapChunk(ctx, cfg, fn, chunk, outs[:0], st); err != nil {
-					return nil, err
-				}
-				s := <-free // the completer returns one
-				s.buf.skip = skipFound[In, Out](res, chunk)
-				err = w.Stage(ctx, outs, &s.buf)
-				s.buf.skip = nil
-				clear(outs)
-				if err != nil {
-					free <- s
-					return nil, err
-				}
-				return s, nil
-			}
-		}
+		rp.stage.chunks = stagedChunks(cfg.Options)
 	}
-	return runReplicaParts(hard, stop, cfg, in, parts)
+	for range rp.workers() {
+		mw := &mapWorker[In, Out]{cfg: cfg, fn: fn, w: w, res: res}
+		if res != nil {
+			mw.st = &mapStamps{vertex: res.Vertex}
+		}
+		h := mw.write
+		if rp.stage.stages {
+			mw.free = make(chan *stagedOutputs[Out], stagedWrites)
+			for range stagedWrites {
+				mw.free <- &stagedOutputs[Out]{w: w, free: mw.free}
+			}
+			h = mw.stage
+		}
+		rp.stage.handlers = append(rp.stage.handlers, h)
+	}
+	return rp.run()
+}
+
+// mapWorker is one worker of a map replica. Its handler maps a chunk
+// (apply) and then writes the outputs: at once (write), or staged for the
+// completer (stage).
+type mapWorker[In, Out any] struct {
+	cfg  Config
+	fn   AppendFunc[In, Out]
+	w    *Writer[Out]
+	outs []vertex.Message[Out] // apply's outputs, reused
+	buf  WriteBuffer[Out]      // write's
+	// free holds stage's buffers not in flight; the completer returns
+	// them (stagedOutputs.complete).
+	free chan *stagedOutputs[Out]
+	// With a MapResume (nil otherwise): st gives the outputs their
+	// origins, and res says which an earlier run wrote already.
+	res *MapResume
+	st  *mapStamps
+}
+
+// apply maps chunk into m.outs; with a MapResume each output gets its
+// origin (what the runtime adds to the outputs before they are written).
+func (m *mapWorker[In, Out]) apply(ctx context.Context, chunk []inflight[In]) error {
+	var err error
+	m.outs, err = mapChunk(ctx, m.cfg, m.fn, chunk, m.outs[:0], m.st)
+	return err
+}
+
+// write is the handler of a replica whose writes are not staged: the
+// chunk's outputs are written when it returns.
+func (m *mapWorker[In, Out]) write(ctx context.Context, chunk []inflight[In]) (completion, error) {
+	if err := m.apply(ctx, chunk); err != nil {
+		return nil, err
+	}
+	m.buf.skip = skipFound[In, Out](m.res, chunk) // what an earlier run wrote
+	err := m.w.Write(ctx, m.outs, &m.buf)
+	m.buf.skip = nil
+	clear(m.outs)
+	return nil, err
+}
+
+// stage is the handler of a replica whose writes are staged: it returns
+// the chunk's staged outputs, one of the worker's stagedWrites buffers
+// (it waits for the completer to free one).
+func (m *mapWorker[In, Out]) stage(ctx context.Context, chunk []inflight[In]) (completion, error) {
+	if err := m.apply(ctx, chunk); err != nil {
+		return nil, err
+	}
+	var s *stagedOutputs[Out]
+	select {
+	case s = <-m.free:
+	case <-ctx.Done():
+		clear(m.outs)
+		return nil, ctx.Err()
+	}
+	s.buf.skip = skipFound[In, Out](m.res, chunk) // what an earlier run wrote
+	err := m.w.Stage(ctx, m.outs, &s.buf)
+	s.buf.skip = nil
+	clear(m.outs)
+	if err != nil {
+		m.free <- s
+		return nil, err
+	}
+	return s, nil
 }
 
 // stagedChunks is how many chunks a map replica whose writes are staged
@@ -118,9 +148,9 @@ func RunResumedMap[In, Out any](hard, stop context.Context, cfg Config, in Input
 // every worker busy. The reader holds up to MaxInFlight/BatchSize batches
 // at once: with the defaults (4 batches, 4 workers) a batch goes whole to
 // one worker, and the 4 workers map 4 batches side by side. Cutting each
-// batch in 4 instead made 4 writes of 125 where one of 500 does: the
-// durable pipeline ran at 372-444K msg/s instead of 650-674K (quiet
-// machine, BenchmarkDurable/mmap-immediate).
+// batch in 4 instead made 4 writes of 125 where one of 500 does, and the
+// durable pipeline slower (BenchmarkDurable/mmap-immediate;
+// docs/benchmarks.md).
 func stagedChunks(o Options) int {
 	batches := max(1, o.MaxInFlight/o.BatchSize)
 	return max(1, (o.Concurrency+batches-1)/batches)
@@ -138,17 +168,6 @@ func (s *stagedOutputs[T]) complete() error {
 	err := s.w.Complete(&s.buf)
 	s.free <- s
 	return err
-}
-
-// edgesStage reports whether a replica writing to edges can keep staged
-// writes in flight (see Writer.Stages).
-func edgesStage[T any](edges []Edge[T]) bool {
-	for i := range edges {
-		if edges[i].stages() {
-			return true
-		}
-	}
-	return false
 }
 
 // mapChunk calls fn for every message of chunk, appending the outputs to
@@ -209,14 +228,13 @@ func mapEach[In, Out any](ctx context.Context, fn AppendFunc[In, Out], chunk []i
 // emits is written before emit returns; the input is acked when fn returns
 // nil. A retried call emits its outputs again.
 func RunMapStream[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn vertex.MapStreamFunc[In, Out]) error {
-	var w *Writer[Out]
-	return runReplica(hard, stop, cfg, in, modeOf(cfg), func() output { return w }, func(r *reader[In]) handler[In] {
-		if w == nil {
-			w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, r.watermark)
-		}
+	rp := newReplica(hard, stop, cfg, in)
+	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, rp.r.watermark)
+	rp.stage = stage[In]{mode: modeOf(cfg), out: w}
+	for range rp.workers() {
 		buf := &WriteBuffer[Out]{}
 		one := make([]vertex.Message[Out], 1)
-		return func(ctx context.Context, chunk []inflight[In]) error {
+		rp.stage.handlers = append(rp.stage.handlers, func(ctx context.Context, chunk []inflight[In]) (completion, error) {
 			emit := func(m vertex.Message[Out]) error {
 				one[0] = m
 				err := w.Write(ctx, one, buf)
@@ -233,14 +251,15 @@ func RunMapStream[In, Out any](hard, stop context.Context, cfg Config, in Input[
 					_, attempts, err := retryAfter(ctx, cfg.Options.Retry, cfg.Counters, err, call)
 					if err != nil {
 						if err := exhausted(ctx, cfg, m.ID, attempts, err); err != nil {
-							return err
+							return nil, err
 						}
 					}
 				}
 			}
-			return nil
-		}
-	})
+			return nil, nil
+		})
+	}
+	return rp.run()
 }
 
 // RunBatchMap runs one replica of a batch-map vertex: fn is called once per
@@ -251,15 +270,14 @@ func RunMapStream[In, Out any](hard, stop context.Context, cfg Config, in Input[
 // after a retry and whatever the retry policy.
 func RunBatchMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn vertex.BatchMapFunc[In, Out]) error {
 	fn = guardBatch(fn)
-	var w *Writer[Out]
-	return runReplica(hard, stop, cfg, in, chunkWhole, func() output { return w }, func(r *reader[In]) handler[In] {
-		if w == nil {
-			w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, r.watermark)
-		}
+	rp := newReplica(hard, stop, cfg, in)
+	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, rp.r.watermark)
+	rp.stage = stage[In]{mode: chunkWhole, out: w}
+	for range rp.workers() {
 		buf := &WriteBuffer[Out]{}
 		var msgs []vertex.Message[In]
 		var outs []vertex.Message[Out]
-		return func(ctx context.Context, chunk []inflight[In]) error {
+		rp.stage.handlers = append(rp.stage.handlers, func(ctx context.Context, chunk []inflight[In]) (completion, error) {
 			msgs = msgs[:0]
 			for i := range chunk {
 				msgs = append(msgs, chunk[i].msg)
@@ -273,10 +291,10 @@ func RunBatchMap[In, Out any](hard, stop context.Context, cfg Config, in Input[I
 				})
 				if err != nil {
 					if err := exhausted(ctx, cfg, msgs[0].ID, attempts, err); err != nil {
-						return err
+						return nil, err
 					}
 					cfg.Counters.dropped.Add(int64(len(msgs) - 1)) // exhausted counted one
-					return nil
+					return nil, nil
 				}
 			}
 			// Checked only on the call that succeeded, outside the retry
@@ -284,7 +302,7 @@ func RunBatchMap[In, Out any](hard, stop context.Context, cfg Config, in Input[I
 			// cannot mend and the DropMessage policy must not hide by
 			// dropping the batch, so the replica fails at once.
 			if len(res) != len(msgs) {
-				return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica,
+				return nil, &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica,
 					Err: fmt.Errorf("%w: batch map returned %d results for %d messages", vertex.ErrResultCount, len(res), len(msgs))}
 			}
 			outs = outs[:0]
@@ -293,9 +311,10 @@ func RunBatchMap[In, Out any](hard, stop context.Context, cfg Config, in Input[I
 			}
 			err = w.Write(ctx, outs, buf)
 			clear(outs)
-			return err
-		}
-	})
+			return nil, err
+		})
+	}
+	return rp.run()
 }
 
 // modeOf picks how batches are split among workers.

@@ -38,11 +38,11 @@ func TestRunBatchMapWrongCountAfterRetryFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Fail stops the replica, as the pipeline does; the timeout only keeps
+	// The failure stops the replica by itself; the timeout only keeps
 	// a regression (the batch dropped, nothing failing) from hanging the test.
 	hard, stop := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stop()
-	cfg := Config{Vertex: "m", Options: opts, Counters: cnt, Fail: func(error) { stop() }}
+	cfg := Config{Vertex: "m", Options: opts, Counters: cnt}
 	err = RunBatchMap(hard, hard, cfg, Input[int]{Consumer: c, Partitions: 1}, []Edge[int]{{To: "out", Topic: out}}, fn)
 	var pe *ProcessError
 	if !errors.Is(err, vertex.ErrResultCount) || !errors.As(err, &pe) || pe.Vertex != "m" {

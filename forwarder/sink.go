@@ -14,81 +14,103 @@ import (
 // (which may be nil when neither can happen). A chunk is acked when every
 // message is delivered, dropped, or delivered to the fallback.
 func RunSink[T any](hard, stop context.Context, cfg Config, in Input[T], sink, fallback vertex.Sink[T]) error {
-	sink, fallback = guardSink(sink), guardSink(fallback)
-	return runReplica(hard, stop, cfg, in, modeOf(cfg), nil, func(*reader[T]) handler[T] {
-		var msgs, retry, fb []vertex.Message[T]
-		return func(ctx context.Context, chunk []inflight[T]) error {
-			msgs = msgs[:0]
-			for i := range chunk {
-				msgs = append(msgs, chunk[i].msg)
-			}
-			defer clear(msgs)
-			fb = fb[:0]
-			pending := msgs
-			for attempt := 1; ; attempt++ {
-				res, err := sink.Write(ctx, pending)
-				if err == nil && res != nil && len(res) != len(pending) {
-					return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica,
-						Err: fmt.Errorf("%w: sink returned %d results for %d messages", vertex.ErrResultCount, len(res), len(pending))}
-				}
-				retry = retry[:0]
-				delivered := 0
-				switch {
-				case err != nil:
-					retry = append(retry, pending...)
-				case res == nil:
-					delivered = len(pending)
+	rp := newReplica(hard, stop, cfg, in)
+	rp.stage = stage[T]{mode: modeOf(cfg)}
+	for range rp.workers() {
+		sw := &sinkWorker[T]{cfg: cfg, sink: guardSink(sink), fallback: guardSink(fallback)}
+		rp.stage.handlers = append(rp.stage.handlers, sw.write)
+	}
+	return rp.run()
+}
+
+// sinkWorker is one worker of a sink replica.
+type sinkWorker[T any] struct {
+	cfg             Config
+	sink, fallback  vertex.Sink[T]
+	msgs, retry, fb []vertex.Message[T] // write's scratch
+}
+
+// write is the worker's handler (synchronous): it delivers the chunk to
+// the sink, retrying what the sink asks for, and what the sink refuses to
+// the fallback.
+func (sw *sinkWorker[T]) write(ctx context.Context, chunk []inflight[T]) (completion, error) {
+	sw.msgs = sw.msgs[:0]
+	for i := range chunk {
+		sw.msgs = append(sw.msgs, chunk[i].msg)
+	}
+	defer clear(sw.msgs)
+	sw.fb = sw.fb[:0]
+	if err := sw.deliver(ctx, sw.msgs); err != nil {
+		return nil, err
+	}
+	clear(sw.retry)
+	if len(sw.fb) > 0 {
+		defer clear(sw.fb)
+		return nil, writeFallback(ctx, sw.cfg, sw.fallback, sw.fb)
+	}
+	return nil, nil
+}
+
+// deliver writes pending to the sink until every message is delivered,
+// dropped, or in sw.fb for the fallback.
+func (sw *sinkWorker[T]) deliver(ctx context.Context, pending []vertex.Message[T]) error {
+	cfg := sw.cfg
+	for attempt := 1; ; attempt++ {
+		res, err := sw.sink.Write(ctx, pending)
+		if err == nil && res != nil && len(res) != len(pending) {
+			return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica,
+				Err: fmt.Errorf("%w: sink returned %d results for %d messages", vertex.ErrResultCount, len(res), len(pending))}
+		}
+		sw.retry = sw.retry[:0]
+		delivered := 0
+		switch {
+		case err != nil:
+			sw.retry = append(sw.retry, pending...)
+		case res == nil:
+			delivered = len(pending)
+		default:
+			for i, r := range res {
+				switch r {
+				case vertex.ResultOK:
+					delivered++
+				case vertex.ResultFallback:
+					sw.fb = append(sw.fb, pending[i])
 				default:
-					for i, r := range res {
-						switch r {
-						case vertex.ResultOK:
-							delivered++
-						case vertex.ResultFallback:
-							fb = append(fb, pending[i])
-						default:
-							retry = append(retry, pending[i])
-						}
-					}
+					sw.retry = append(sw.retry, pending[i])
 				}
-				cfg.Counters.written.Add(int64(delivered))
-				if len(retry) == 0 {
-					break
-				}
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				if attempt >= cfg.Options.Retry.MaxAttempts {
-					if err == nil {
-						err = fmt.Errorf("sink answered %s", vertex.ResultRetry)
-					}
-					err = fmt.Errorf("%w: %w", ErrRetriesExhausted, err)
-					if cfg.Options.Retry.OnExhausted == vertex.ToFallback {
-						fb = append(fb, retry...)
-						break
-					}
-					for _, m := range retry {
-						if err := exhausted(ctx, cfg, m.ID, attempt, err); err != nil {
-							return err
-						}
-					}
-					break
-				}
-				cfg.Counters.retried.Add(int64(len(retry)))
-				if err := sleep(ctx, cfg.Options.Retry.Backoff(attempt)); err != nil {
+			}
+		}
+		cfg.Counters.written.Add(int64(delivered))
+		if len(sw.retry) == 0 {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if attempt >= cfg.Options.Retry.MaxAttempts {
+			if err == nil {
+				err = fmt.Errorf("sink answered %s", vertex.ResultRetry)
+			}
+			err = fmt.Errorf("%w: %w", ErrRetriesExhausted, err)
+			if cfg.Options.Retry.OnExhausted == vertex.ToFallback {
+				sw.fb = append(sw.fb, sw.retry...)
+				return nil
+			}
+			for _, m := range sw.retry {
+				if err := exhausted(ctx, cfg, m.ID, attempt, err); err != nil {
 					return err
 				}
-				// retry is rebuilt from pending on the next attempt, so
-				// pending needs its own copy.
-				pending = append(pending[:0:0], retry...)
-			}
-			clear(retry)
-			if len(fb) > 0 {
-				defer clear(fb)
-				return writeFallback(ctx, cfg, fallback, fb)
 			}
 			return nil
 		}
-	})
+		cfg.Counters.retried.Add(int64(len(sw.retry)))
+		if err := sleep(ctx, cfg.Options.Retry.Backoff(attempt)); err != nil {
+			return err
+		}
+		// retry is rebuilt from pending on the next attempt, so pending
+		// needs its own copy.
+		pending = append(pending[:0:0], sw.retry...)
+	}
 }
 
 // writeFallback delivers msgs to the fallback sink with the vertex's retry

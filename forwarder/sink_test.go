@@ -40,11 +40,11 @@ func TestRunSinkShortFallbackAnswerFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Fail stops the replica, as the pipeline does; the timeout only keeps
+	// The failure stops the replica by itself; the timeout only keeps
 	// a regression (messages acked, nothing failing) from hanging the test.
 	hard, stop := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stop()
-	cfg := Config{Vertex: "out", Options: opts, Counters: cnt, Fail: func(error) { stop() }}
+	cfg := Config{Vertex: "out", Options: opts, Counters: cnt}
 	err = RunSink(hard, hard, cfg, Input[int]{Consumer: c, Partitions: 1}, vertex.Sink[int](toFallback), vertex.Sink[int](short))
 	var pe *ProcessError
 	if !errors.Is(err, vertex.ErrResultCount) || !errors.As(err, &pe) || pe.Vertex != "out" {

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/runnel-dev/runnel/internal/replicactx"
 	"github.com/runnel-dev/runnel/vertex"
@@ -23,7 +24,7 @@ import (
 // vertex.PartitionedSource, which reads several partitions, gets a
 // watermark per partition when the hook is an InputWatermarker (see
 // sourceMarks). Its
-// contexts come in the order of every runner (see runReplica): hard, then
+// contexts come in the order of every runner (see replica.run): hard, then
 // stop, derived from hard.
 //
 // When src is exhausted (io.EOF) the replica ends its output Final: an
@@ -57,149 +58,209 @@ func RunResumedSource[T any](hard, stop context.Context, cfg Config, src vertex.
 			return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, Err: err}
 		}
 	}
-	marks := newSourceMarks(cfg, src)
-	wm := &marks.wm
-	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, func() time.Time {
+	sr := newSourceReplica(hard, stop, cfg, src, edges, res)
+	kind, err := sr.run()
+	if err != nil || kind == 0 {
+		return err
+	}
+	return sr.end(kind)
+}
+
+// sourceReplica is one running replica of a source vertex: the read loop
+// on the caller's goroutine and, in one errgroup, the completer of its
+// batches (on storage that stages writes) and the idle loop. The first
+// error of a goroutine cancels the group's context, which stops the loop.
+type sourceReplica[T any] struct {
+	cfg      Config
+	src      vertex.Source[T]
+	acker    vertex.Acker[T]          // src, when it takes acknowledgements
+	buffered vertex.BufferedSource[T] // src, when it reads into a buffer
+	w        *Writer[T]
+	marks    *sourceMarks[T]
+	res      *SourceResume[T] // nil: not resumed
+	batches  *sourceBatches[T]
+
+	hard context.Context // writes and acks: a batch read before stop is delivered
+	stop context.Context // reads; derived from hard
+	g    *errgroup.Group
+	ctx  context.Context // the group's: ends with hard or at a goroutine's failure
+	// loops is the idle loop's context; stopLoops ends it.
+	loops     context.Context
+	stopLoops context.CancelFunc
+}
+
+func newSourceReplica[T any](hard, stop context.Context, cfg Config, src vertex.Source[T], edges []Edge[T], res *SourceResume[T]) *sourceReplica[T] {
+	sr := &sourceReplica[T]{cfg: cfg, src: src, marks: newSourceMarks(cfg, src), res: res, hard: hard, stop: stop}
+	sr.acker, _ = src.(vertex.Acker[T])
+	sr.buffered, _ = src.(vertex.BufferedSource[T])
+	wm := &sr.marks.wm
+	sr.w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, func() time.Time {
 		if ns := wm.Load(); ns != 0 {
 			return time.Unix(0, ns)
 		}
 		return time.Time{}
 	})
-	stopIdle := func() {}
-	if ip, ok := cfg.Hooks.Publisher.(IdlePublisher); ok {
-		// Output partitions this replica stops writing to (the source went
-		// quiet, or round-robin skips them) get idle WMBs.
-		idleCtx, cancel := context.WithCancel(hard)
-		var idleWG sync.WaitGroup
-		idleWG.Go(func() { w.idleLoop(idleCtx, ip, cfg.Hooks.idleInterval(), failWith(cfg)) })
-		stopIdle = sync.OnceFunc(func() { cancel(); idleWG.Wait() })
-		defer stopIdle()
-	}
-	kind, err := readSource(hard, stop, cfg, src, w, marks, res)
-	if err != nil || kind == 0 {
-		return err
-	}
-	// The idle loop stops first: no idle control message follows the end.
-	stopIdle()
-	if kind == Final {
-		if es, ok := cfg.Hooks.Source.(EndSource); ok {
-			raise(wm, es.End(cfg.Replica))
-		}
-	}
-	if err := w.WriteEnd(hard, cfg.Processor(), kind); err != nil && hard.Err() == nil {
-		return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, Err: err}
-	}
-	return nil
-}
-
-// readSource is RunSource's loop: it reads, stamps, writes and acks until
-// src is exhausted (Final), stop ends (Stopped), hard ends (0, nil) or
-// something fails (the error). On storage that stages writes it keeps
-// several batches in flight (see source_batches.go); every batch is
-// complete (durable, acked) or dropped after a failure when it returns.
-func readSource[T any](hard, stop context.Context, cfg Config, src vertex.Source[T], w *Writer[T], marks *sourceMarks[T], res *SourceResume[T]) (EndKind, error) {
-	acker, _ := src.(vertex.Acker[T])
-	buffered, _ := src.(vertex.BufferedSource[T])
 	readSize := 0
-	if buffered != nil {
+	if sr.buffered != nil {
 		readSize = cfg.Options.BatchSize
 	}
-	fail := func(err error) (EndKind, error) {
-		if hard.Err() != nil {
-			return 0, nil
-		}
-		return 0, &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, Err: err}
-	}
-	finish := func(b *sourceBatch[T]) error {
-		n := int64(len(b.msgs))
-		err := w.Complete(&b.out)
-		if err == nil && acker != nil {
-			err = guardedAck(hard, acker, b.msgs)
-		}
-		if res != nil {
-			res.release(cfg.Replica, b)
-		}
-		if err != nil {
-			// Written (or staged) but not acked to the source: neither
-			// acked nor in flight any more.
-			cfg.Counters.inFlight.Add(-n)
-			return err
-		}
-		cfg.Counters.acked.Add(n)
-		cfg.Counters.inFlight.Add(-n)
-		return nil
-	}
-	drop := func(b *sourceBatch[T]) {
-		cfg.Counters.inFlight.Add(-int64(len(b.msgs)))
-		if res != nil {
-			res.release(cfg.Replica, b)
-		}
-	}
 	depth := 1
-	if w.Stages() {
+	if sr.w.Stages() {
 		depth = sourceStagedBatches
 	}
-	batches := newSourceBatches(depth, readSize, finish, drop)
-	kind, err := readBatches(hard, stop, cfg, src, buffered, w, marks, batches, res)
-	if cerr := batches.close(); err == nil && cerr != nil {
-		return fail(cerr)
+	sr.batches = newSourceBatches(depth, readSize, sr.finish, sr.drop)
+	return sr
+}
+
+// run reads, stamps, writes and acks until src is exhausted (Final), stop
+// ends (Stopped), hard ends (0, nil) or something fails (the error). On
+// storage that stages writes it keeps several batches in flight (see
+// source_batches.go); every batch is complete (durable, acked) or dropped
+// after a failure when it returns, and the idle loop has stopped.
+func (sr *sourceReplica[T]) run() (EndKind, error) {
+	// 1. Start the completer and the idle loop: output partitions this
+	//    replica stops writing to (the source went quiet, or round-robin
+	//    skips them) get idle WMBs.
+	sr.g, sr.ctx = errgroup.WithContext(sr.hard)
+	sr.loops, sr.stopLoops = context.WithCancel(sr.ctx)
+	sr.batches.start(sr.g)
+	if ip, ok := sr.cfg.Hooks.Publisher.(IdlePublisher); ok {
+		sr.g.Go(func() error { return sr.w.idleLoop(sr.loops, ip, sr.cfg.Hooks.idleInterval()) })
+	}
+	// 2. Read until the end, stop, or a failure: the read ends with stop
+	//    or with the group's context.
+	read, cancel := context.WithCancel(sr.stop)
+	context.AfterFunc(sr.ctx, cancel)
+	kind, err := sr.read(read)
+	// 3. Wait until every batch handed to the completer is complete, or
+	//    dropped after a failure.
+	sr.batches.close()
+	// 4. Stop the idle loop and wait for it: no idle control message
+	//    follows the end.
+	sr.stopLoops()
+	gErr := sr.g.Wait()
+	sr.batches.abandonRest()
+	// 5. The first failure: the loop's, then a goroutine's; none once hard
+	//    ended.
+	if err == nil {
+		err = gErr
 	}
 	if err != nil {
-		return fail(err)
+		if sr.hard.Err() != nil {
+			return 0, nil
+		}
+		return 0, asProcessError(sr.cfg, err)
 	}
 	return kind, nil
 }
 
-// readBatches is readSource's loop over batches; a nil error with kind 0
-// is hard ending.
-func readBatches[T any](hard, stop context.Context, cfg Config, src vertex.Source[T], buffered vertex.BufferedSource[T], w *Writer[T], marks *sourceMarks[T], batches *sourceBatches[T], res *SourceResume[T]) (EndKind, error) {
+// end ends the replica's output: kind Final raises its watermark to the
+// maximum first (EndSource).
+func (sr *sourceReplica[T]) end(kind EndKind) error {
+	cfg := sr.cfg
+	if kind == Final {
+		if es, ok := cfg.Hooks.Source.(EndSource); ok {
+			raise(&sr.marks.wm, es.End(cfg.Replica))
+		}
+	}
+	if err := sr.w.WriteEnd(sr.hard, cfg.Processor(), kind); err != nil && sr.hard.Err() == nil {
+		return asProcessError(cfg, err)
+	}
+	return nil
+}
+
+// finish completes a staged batch: it waits for its writes, acks it to
+// the source and counts it.
+func (sr *sourceReplica[T]) finish(b *sourceBatch[T]) error {
+	cfg := sr.cfg
+	n := int64(len(b.msgs))
+	err := sr.w.Complete(&b.out)
+	if err == nil && sr.acker != nil {
+		err = guardedAck(sr.hard, sr.acker, b.msgs)
+	}
+	if sr.res != nil {
+		sr.res.release(cfg.Replica, b)
+	}
+	if err != nil {
+		// Written (or staged) but not acked to the source: neither acked
+		// nor in flight any more.
+		cfg.Counters.inFlight.Add(-n)
+		return err
+	}
+	cfg.Counters.acked.Add(n)
+	cfg.Counters.inFlight.Add(-n)
+	return nil
+}
+
+// drop counts a batch that is never acked (after a failure).
+func (sr *sourceReplica[T]) drop(b *sourceBatch[T]) {
+	sr.cfg.Counters.inFlight.Add(-int64(len(b.msgs)))
+	if sr.res != nil {
+		sr.res.release(sr.cfg.Replica, b)
+	}
+}
+
+// read is the loop over batches: it reads with ctx (stop, or the
+// group's failure). A nil error with kind 0 is hard ending, or a failure
+// of a goroutine, which the group reports.
+func (sr *sourceReplica[T]) read(ctx context.Context) (EndKind, error) {
+	cfg := sr.cfg
 	for {
-		if hard.Err() != nil {
+		if sr.ctx.Err() != nil {
 			return 0, nil
 		}
-		if stop.Err() != nil {
+		if sr.stop.Err() != nil {
 			// A source that never blocks would not notice ctx by itself.
 			return Stopped, nil
 		}
-		b := batches.take(hard)
+		b := sr.batches.take(sr.ctx)
 		if b == nil {
-			return 0, nil // hard ended, or the completer failed: close reports it
+			return 0, nil // hard ended, or the completer failed: the group reports it
 		}
-		msgs, err := guardedRead(stop, src, buffered, b.read, cfg.Options.BatchSize)
+		msgs, err := guardedRead(ctx, sr.src, sr.buffered, b.read, cfg.Options.BatchSize)
 		b.msgs = msgs
 		// Messages that come with an error (io.EOF, ctx's error, a failure:
 		// ReadInto may return n > 0 with any of them, as io.Reader does) were
 		// taken from the source all the same: they are written and acked
 		// before the error is handled, or they would be lost.
 		if n := len(msgs); n > 0 {
-			cfg.Counters.read.Add(int64(n))
-			cfg.Counters.enter(n)
-			marks.stamp(msgs)
-			if res != nil {
-				res.register(cfg.Replica, b) // before its records are staged
-			}
-			if werr := w.Stage(hard, msgs, &b.out); werr != nil {
-				cfg.Counters.inFlight.Add(-int64(n))
-				if res != nil {
-					res.release(cfg.Replica, b)
-				}
-				return 0, werr
-			}
-			if ferr := batches.submit(b); ferr != nil {
-				return 0, ferr
+			if err := sr.write(b); err != nil {
+				return 0, err
 			}
 		} else {
-			batches.put(b)
+			sr.batches.put(b)
 		}
 		if err != nil {
 			switch {
 			case errors.Is(err, io.EOF):
 				return Final, nil
-			case stop.Err() != nil && hard.Err() == nil:
+			case sr.ctx.Err() != nil:
+				return 0, nil
+			case sr.stop.Err() != nil:
 				return Stopped, nil
 			}
 			return 0, err
 		}
-		marks.idle(msgs)
+		sr.marks.idle(msgs)
 	}
+}
+
+// write stamps the batch b read, stages its writes and hands it to the
+// completer.
+func (sr *sourceReplica[T]) write(b *sourceBatch[T]) error {
+	cfg, n := sr.cfg, len(b.msgs)
+	cfg.Counters.read.Add(int64(n))
+	cfg.Counters.enter(n)
+	sr.marks.stamp(b.msgs)
+	if sr.res != nil {
+		sr.res.register(cfg.Replica, b) // before its records are staged
+	}
+	if err := sr.w.Stage(sr.hard, b.msgs, &b.out); err != nil {
+		cfg.Counters.inFlight.Add(-int64(n))
+		if sr.res != nil {
+			sr.res.release(cfg.Replica, b)
+		}
+		return err
+	}
+	return sr.batches.submit(b)
 }

@@ -3,6 +3,8 @@ package forwarder
 import (
 	"context"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/runnel-dev/runnel/vertex"
 )
 
@@ -20,6 +22,7 @@ import (
 //	completer     Writer.Complete (flush, publish, watermarks), ack to the
 //	              source, free the batch; strictly in read order
 //
+// (the ordered completer of completer.go)
 // so a flush runs while the loop reads and copies the next batches, and
 // one flush publishes every batch staged before it. What the source is
 // told stays as strict as before: a batch is acked only once its outputs
@@ -31,9 +34,9 @@ import (
 // sourceStagedBatches is how many batches a source replica keeps in flight
 // on storage that stages writes: the batches staged while one flush runs
 // and those waiting for the next, so that the loop rarely waits for a free
-// batch (with 4, a trace of the durable benchmark showed the loop waiting
-// for one 37% of the time). It bounds the messages read and not acked to
-// this many batches (MaxInFlight is not a source option).
+// batch (with 4, a trace of the durable benchmark showed the loop often
+// waiting for one: docs/benchmarks.md). It bounds the messages read and
+// not acked to this many batches (MaxInFlight is not a source option).
 const sourceStagedBatches = 8
 
 // sourceBatch is one read batch of a source replica, from its read to its
@@ -48,25 +51,22 @@ type sourceBatch[T any] struct {
 }
 
 // sourceBatches owns a replica's batches and, when it keeps more than
-// one in flight, the completer goroutine; close stops it.
+// one in flight, their completer.
 type sourceBatches[T any] struct {
 	free chan *sourceBatch[T] // batches not in flight
-	// pending carries staged batches to the completer, in read order;
-	// nil when batches complete inline.
-	pending chan *sourceBatch[T]
-	finish  func(*sourceBatch[T]) error // complete, ack and count a batch
-	drop    func(*sourceBatch[T])       // count a batch that is never acked
-
-	failed chan struct{} // closed once err is set
-	err    error         // the completer's first failure
-	done   chan struct{} // closed when the completer returns
+	// done completes the staged batches in read order; nil when batches
+	// complete inline.
+	done   *completer[*sourceBatch[T]]
+	ran    chan struct{}               // closed when the completer returned
+	finish func(*sourceBatch[T]) error // complete, ack and count a batch
+	drop   func(*sourceBatch[T])       // count a batch that is never acked
 }
 
 // newSourceBatches makes depth batches, each with a read buffer of
-// readSize messages (0: the source allocates its own), and starts the
-// completer when depth > 1.
+// readSize messages (0: the source allocates its own), and a completer
+// when depth > 1.
 func newSourceBatches[T any](depth, readSize int, finish func(*sourceBatch[T]) error, drop func(*sourceBatch[T])) *sourceBatches[T] {
-	s := &sourceBatches[T]{free: make(chan *sourceBatch[T], depth), finish: finish, drop: drop, failed: make(chan struct{})}
+	s := &sourceBatches[T]{free: make(chan *sourceBatch[T], depth), ran: make(chan struct{}), finish: finish, drop: drop}
 	for range depth {
 		b := &sourceBatch[T]{}
 		if readSize > 0 {
@@ -75,69 +75,80 @@ func newSourceBatches[T any](depth, readSize int, finish func(*sourceBatch[T]) e
 		s.free <- b
 	}
 	if depth > 1 {
-		s.pending = make(chan *sourceBatch[T], depth)
-		s.done = make(chan struct{})
-		go s.complete()
+		s.done = newCompleter(depth, s.settle, s.abandon)
 	}
 	return s
 }
 
+// start runs the completer, if any, in g.
+func (s *sourceBatches[T]) start(g *errgroup.Group) {
+	if s.done == nil {
+		close(s.ran)
+		return
+	}
+	g.Go(func() error {
+		defer close(s.ran)
+		return s.done.run()
+	})
+}
+
+// settle finishes a staged batch and frees it.
+func (s *sourceBatches[T]) settle(b *sourceBatch[T]) error {
+	err := s.finish(b)
+	s.free <- b
+	return err
+}
+
+// abandon drops a staged batch (nothing after a failed batch is acked)
+// and frees it.
+func (s *sourceBatches[T]) abandon(b *sourceBatch[T]) {
+	s.drop(b)
+	s.free <- b
+}
+
 // take returns a batch that is not in flight, waiting for the completer to
-// free one; nil once ctx ended or the completer failed.
+// free one; nil once ctx ended (hard ended, or the completer failed).
 func (s *sourceBatches[T]) take(ctx context.Context) *sourceBatch[T] {
-	select {
-	case <-s.failed:
+	if ctx.Err() != nil {
 		return nil
-	default:
 	}
 	select {
 	case b := <-s.free:
 		return b
-	case <-s.failed:
-		return nil
 	case <-ctx.Done():
 		return nil
 	}
 }
 
 // submit hands a staged batch on: to the completer, or completed inline
-// (whose error it returns).
+// (whose error it returns). A batch staged is completed and acknowledged
+// even once hard ended, as its writes were (only a failure before it drops
+// it): the queue is never left behind on a context, and never waits, as
+// there are only depth batches.
 func (s *sourceBatches[T]) submit(b *sourceBatch[T]) error {
-	if s.pending == nil {
-		err := s.finish(b)
-		s.free <- b
-		return err
+	if s.done == nil {
+		return s.settle(b)
 	}
-	s.pending <- b // never blocks: there are only depth batches
+	s.done.submit(context.Background(), b)
 	return nil
 }
 
 // put returns a batch that was taken and not staged (an empty read).
 func (s *sourceBatches[T]) put(b *sourceBatch[T]) { s.free <- b }
 
-// complete is the completer: it finishes the staged batches in read order
-// until pending is closed; after a failure it only drops them.
-func (s *sourceBatches[T]) complete() {
-	defer close(s.done)
-	for b := range s.pending {
-		if s.err != nil {
-			s.drop(b) // nothing after a failed batch is acked
-		} else if err := s.finish(b); err != nil {
-			s.err = err
-			close(s.failed)
-		}
-		s.free <- b
+// close waits until every batch handed to the completer is finished, or
+// the completer failed.
+func (s *sourceBatches[T]) close() {
+	if s.done != nil {
+		s.done.close()
 	}
+	<-s.ran
 }
 
-// close waits until every batch handed to the completer is finished (or
-// dropped after a failure) and stops it; it returns the completer's
-// failure.
-func (s *sourceBatches[T]) close() error {
-	if s.pending == nil {
-		return nil
+// abandonRest drops the batches a failed completer left; it is called
+// once close returned.
+func (s *sourceBatches[T]) abandonRest() {
+	if s.done != nil {
+		s.done.abandonRest()
 	}
-	close(s.pending)
-	<-s.done
-	return s.err
 }

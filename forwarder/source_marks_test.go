@@ -95,7 +95,7 @@ func TestRunSourceWatermarkPerReadPartition(t *testing.T) {
 			out := newTopic(t, "out")
 			pub := &fakePublisher{}
 			cfg := Config{Vertex: "src", Options: Options{BatchSize: 10}, Counters: &Counters{},
-				Hooks: Hooks{Source: hook, Publisher: pub}, Fail: func(err error) { t.Error(err) }}
+				Hooks: Hooks{Source: hook, Publisher: pub}}
 			if err := RunSource(context.Background(), context.Background(), cfg, vertex.Source[int](src), []Edge[int]{{To: "out", Topic: out}}); err != nil {
 				t.Fatal(err)
 			}

@@ -48,7 +48,7 @@ func TestRunSource(t *testing.T) {
 	pub := &fakePublisher{}
 	c := &Counters{}
 	cfg := Config{Vertex: "src", Options: Options{BatchSize: 10}, Counters: c,
-		Hooks: Hooks{Source: wm, Publisher: pub}, Fail: func(err error) { t.Error(err) }}
+		Hooks: Hooks{Source: wm, Publisher: pub}}
 	before := time.Now()
 	if err := RunSource(context.Background(), context.Background(), cfg, vertex.Source[int](src), []Edge[int]{{To: "out", Topic: out}}); err != nil {
 		t.Fatal(err)

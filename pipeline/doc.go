@@ -76,13 +76,13 @@
 //   - On durable storage, "written" means durable: in the buffer's file.
 //     A process killed at any moment (SIGKILL included) and started again
 //     on the same directory loses nothing a source was told was delivered;
-//     what was in flight is delivered again (the crash test, 18 SIGKILLs and
-//     6 SIGTERMs of topic source -> map -> sink, saw 0.3-2.4% duplicates). By
+//     what was in flight is delivered again (the crash test of topic
+//     source -> map -> sink counts the duplicates: docs/benchmarks.md). By
 //     default a write returns once flushed to disk, so this holds for a
 //     crash of the machine too; MMap(dir, mmap.Flush(mmap.Interval(d)))
 //     makes writes return once in the page cache (which survives the
-//     process, and the machine after the next flush), four times as fast
-//     on the test machine (docs/benchmarks.md). Commits are persisted every
+//     process, and the machine after the next flush), several times as
+//     fast (docs/benchmarks.md). Commits are persisted every
 //     [CommitInterval], which bounds the duplicates a crash causes.
 //
 // Sinks therefore may see a message again after a restart; IDs are stable

@@ -49,6 +49,16 @@ import (
 // held messages is a *ReduceLogError (ErrReduceLogMissing). The log
 // encodes values with the codec of In (WithCodec; JSON by default).
 //
+// Concurrency: on durable storage a reduce replica runs one shard, so
+// Concurrency defaults to 1 there, and a Concurrency above 1 is refused
+// with an *OptionError (ErrInvalidOption) naming the vertex. Its log skips
+// a message redelivered after a crash when its offset is at or below the
+// highest one logged for its partition, which holds only if each
+// partition's entries are appended in offset order; shards appending
+// concurrently would interleave them, and a crash could leave a later
+// offset durable and an earlier one not, which the restart would then skip
+// (a loss). On memory storage Concurrency shards the replica's keys.
+//
 // Validation names the vertex for a bad window (see vertex.Windowing's
 // Validate) or a nil aggregator function.
 func Reduce[In, Acc, Out any](p *Pipeline, name string, in Stream[In], w vertex.Windowing, agg vertex.Aggregator[In, Acc, Out], opts ...vertex.Option) (results Stream[vertex.Windowed[Out]], late Stream[In]) {
@@ -80,7 +90,7 @@ func addReduce[In, S, Out any](p *Pipeline, name string, in Stream[In], w vertex
 	}
 	logs := &reduceLogs{} // this run's WALs, on durable storage (reduce_wal.go)
 	n.prepare = func(rt *runtime, n *node) error {
-		if _, ok := rt.cfg.storage.(*mmapStorage); !ok {
+		if !logsReduce(rt.cfg.storage) {
 			return nil
 		}
 		return logs.open(rt, p, n, w)

@@ -12,6 +12,9 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/runnel-dev/runnel/forwarder"
+	"github.com/runnel-dev/runnel/internal/vconfig"
+	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/vertex"
 	"github.com/runnel-dev/runnel/wal"
 )
@@ -179,6 +182,33 @@ func describeWindowing(w vertex.Windowing) string {
 		s += "("
 	}
 	return s + fmt.Sprintf(", allowed lateness %v)", w.AllowedLateness)
+}
+
+// logsReduce reports whether a reduce on storage s keeps a WAL: on
+// durable storage.
+func logsReduce(s Storage) bool {
+	_, ok := s.(*mmapStorage)
+	return ok
+}
+
+// reduceConcurrency applies the Concurrency of a reduce vertex with options
+// c on storage s: with a WAL it runs one shard, so 1 when not given, and a
+// given Concurrency above 1 is refused. Why one shard: the log skips a
+// redelivered message whose offset is at or below the highest logged for
+// its partition (forwarder.ReduceLog), which needs each partition's
+// entries appended in offset order; concurrent shards would interleave
+// them, and after a crash that left a later entry durable and an earlier
+// one not, the earlier message would be skipped on redelivery.
+func reduceConcurrency(s Storage, c *forwarder.Options) error {
+	if !logsReduce(s) || c.Concurrency == 1 {
+		return nil
+	}
+	if c.Set&vconfig.Concurrency != 0 {
+		return &isb.OptionError{Package: "pipeline", Option: "Concurrency", Value: c.Concurrency,
+			Reason: "a reduce on durable storage runs one shard: its WAL needs each partition's entries in offset order"}
+	}
+	c.Concurrency = 1
+	return nil
 }
 
 // reduceLogs are the WALs of one reduce vertex in one run: opened and

@@ -364,3 +364,29 @@ func listTree(t *testing.T, dir string) []string {
 	})
 	return paths
 }
+
+// A reduce on durable storage runs one shard (its WAL needs each
+// partition's entries in offset order): a Concurrency above 1 is refused
+// before anything starts, naming the vertex and the option; not given, it
+// is 1.
+func TestReduceConcurrencyOnDurableStorage(t *testing.T) {
+	build := func(opts ...vertex.Option) *Pipeline {
+		p := New("rc", WithDataDir(t.TempDir()))
+		s := Source(p, "src", vertex.FromSlice([]int{1, 2, 3}))
+		res, _ := Reduce(p, "windowed", s, vertex.Fixed(time.Second), vertex.Counting[int](), opts...)
+		Sink(p, "out", res, vertex.Blackhole[vertex.Windowed[int64]]())
+		return p
+	}
+	err := build(vertex.Concurrency(2)).Run(context.Background())
+	var ve *VertexError
+	var oe *vertex.OptionError
+	if !errors.Is(err, ErrInvalidOption) || !errors.As(err, &ve) || ve.Vertex != "windowed" || !errors.As(err, &oe) || oe.Option != "Concurrency" {
+		t.Fatalf("Run with Concurrency(2): %v, want a *VertexError naming %q around an *OptionError for Concurrency", err, "windowed")
+	}
+	for _, opts := range [][]vertex.Option{nil, {vertex.Concurrency(1)}} {
+		p := build(opts...)
+		if err := p.Run(context.Background()); err != nil {
+			t.Fatalf("Run with %d options: %v", len(opts), err)
+		}
+	}
+}

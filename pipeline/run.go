@@ -49,7 +49,7 @@ func (rt *runtime) replicaConfig(n *node, r int) forwarder.Config {
 	c := forwarder.Config{
 		Vertex: n.name, Replica: r, Options: n.cfg, Counters: n.counters[r],
 		Logger: rt.log.With(zap.String("vertex", n.name), zap.Int("replica", r)),
-		Fail:   rt.fail, Run: rt.run,
+		Run:    rt.run,
 	}
 	switch {
 	case rt.cfg.hooks != nil:

@@ -74,10 +74,10 @@ func (memoryStorage) storage()       {}
 // told was delivered survives a crash of the process and of the machine.
 // mmap.Flush(mmap.Interval(d)) returns once the write is in the file's page
 // cache, which survives the process (kill -9, a panic, an OOM kill) but
-// not the machine until the next flush; on this project's test machine it
-// ran source -> map -> sink about 2.5 times as fast (medians 243K against
-// 99K msg/s, docs/benchmarks.md), since under Immediate every write waits
-// for the disk (concurrent writers to a buffer share a flush). An invalid
+// not the machine until the next flush, and runs a durable pipeline
+// several times as fast (docs/benchmarks.md), since under Immediate every
+// write waits for the disk (concurrent writers to a buffer share a
+// flush). An invalid
 // option is reported by Run, naming it.
 func MMap(dir string, opts ...mmap.Option) Storage {
 	return &mmapStorage{dir: dir, opts: opts}

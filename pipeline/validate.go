@@ -40,6 +40,11 @@ func (p *Pipeline) validate() (config, error) {
 		for _, err := range kindErrors(n.kind, c) {
 			vertexErr(n, err)
 		}
+		if n.kind == kindReduce && cfg.storage != nil {
+			if err := reduceConcurrency(cfg.storage, &n.cfg); err != nil {
+				vertexErr(n, err)
+			}
+		}
 		if err := n.check(); err != nil {
 			vertexErr(n, err)
 		}

@@ -16,8 +16,8 @@ const degree = 16
 // entry is one in-flight message of a partition. Entries are ordered by
 // offset only; the watermark and payload ride along. The watermark is kept
 // as nanoseconds (see toNanos): a time.Time makes the entry 16 bytes larger
-// and carries a pointer, which made every B-tree search and shift about 2.5x
-// slower here (BenchmarkFIFO).
+// and carries a pointer, which made every B-tree search and shift slower
+// (BenchmarkFIFO; docs/benchmarks.md).
 type entry[A any] struct {
 	offset    int64
 	watermark int64

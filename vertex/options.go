@@ -64,7 +64,8 @@ func MaxInFlight(n int) Option {
 }
 
 // Concurrency sets how many UDF calls (or sink writes) a replica runs at
-// once (default 4).
+// once (default 4). A reduce on durable storage runs one at a time and
+// refuses more (see pipeline.Reduce).
 func Concurrency(n int) Option {
 	return option(vconfig.Concurrency, func(c *options) { c.Concurrency = n })
 }

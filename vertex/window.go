@@ -69,8 +69,8 @@ func (w Window) String() string {
 // merged either). So the same input gives the same results however it is
 // batched, but how fast it is read matters: records replayed at full speed
 // are read while the watermark is still behind them, and fewer of them are
-// late than when they arrived in real time (tried: 2 of 15 events three
-// minutes late were late at 324K events/s, 15 of 15 at 40K/s). Late
+// late than when they arrived in real time (docs/benchmarks.md has a
+// run at two read rates). Late
 // messages reach the late stream with headers saying what made them late
 // ([LateWatermarkHeader], [LateWindowEndHeader], [LateClosedAtHeader]).
 type Windowing struct {

@@ -140,6 +140,6 @@
 // this to acknowledged entries, since they were fsync'd.
 //
 // Open reads the whole live generation, which compaction keeps to the open
-// windows (3-5M entries per CPU-second here; see docs/benchmarks.md).
+// windows (docs/benchmarks.md measures it).
 // Replay reads it again without re-checking crcs.
 package wal

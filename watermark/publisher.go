@@ -37,7 +37,8 @@ type PublisherConfig struct {
 	// after it was kept), or by Flush or Stop. Zero publishes every advance
 	// at once. The goroutine wakes only when something was kept, so a tiny
 	// Throttle costs nothing while nothing advances.
-	// 100ms keeps a JetStream KV store (about 10K puts/s) far from busy.
+	// 100ms keeps a JetStream KV store far from busy (docs/benchmarks.md
+	// measures its puts).
 	Throttle time.Duration
 	// HeartbeatInterval is the time between heartbeats
 	// (DefaultHeartbeatInterval).

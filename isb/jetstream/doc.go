@@ -45,28 +45,22 @@
 // contiguous while no message is deleted inside the stream, which only an
 // operator does: see ErrGap).
 //
-// Measured on the embedded server (2 cores, file storage, 64-byte
-// messages, batches of 500; docs/benchmarks.md has the runs):
+// Measured on the embedded server (docs/benchmarks.md has the runs), the
+// read paths rank, fastest first: direct gets in batches without headers
+// (chosen); a durable consumer with AckAll and Messages (server-owned);
+// direct gets with headers; an ordered consumer from a start sequence; a
+// durable consumer with AckAll and Fetch (server-owned). Of the commits, a
+// KV update of the group's key (chosen) and a synchronous AckAll (which
+// needs the message delivered) cost about the same, and a reset of a
+// durable consumer to the commit more than ten times as much.
 //
-//	read path                                        msg/s
-//	direct get, batch 500, no headers (chosen)       677-700K
-//	direct get, batch 500, with headers              324-337K
-//	ordered consumer (start sequence), Fetch 500     267-287K
-//	durable consumer, AckAll, Messages 500           366-374K  (server-owned)
-//	durable consumer, AckAll, Fetch 500              239-312K  (server-owned)
-//
-//	commit (one synchronous call)                    per op
-//	KV update of the group's key (chosen)            52 us
-//	durable consumer reset to the commit             666 us
-//	synchronous AckAll ack                           44 us (needs the message delivered)
-//
-// Client-owned positions with batched direct gets read twice as fast as
-// the best server-owned path, keep the forwarder's offsets, need no
+// Client-owned positions with batched direct gets read about twice as fast
+// as the best server-owned path, keep the forwarder's offsets, need no
 // in-progress upkeep (the isb.AckDeadlines interface has nothing to do
 // here) and leave no per-reader state in the server: a read is one
 // stateless request, so readers at any positions, in any process, share
 // one subscription. Commits go to a KV bucket: a durable consumer would
-// have to be reset (13x slower) or fed every message to acknowledge one.
+// have to be reset (far slower) or fed every message to acknowledge one.
 //
 // # Appends
 //
@@ -105,7 +99,7 @@
 // room (isb.Watched), so a Pull wakes on data from any process without a
 // request per Pull. A JetStream pull request would also wait in the
 // server, but only on a consumer, which would have to be reset to skip
-// ahead after every wake (666 us each, above).
+// ahead after every wake (a reset each, above).
 //
 // # Commits, groups and retention
 //
@@ -195,15 +189,15 @@
 //     exact. Phase 2: an append returns a completion with the offsets.
 //   - StagedLog.Stage must return offsets before the flush: not
 //     implementable. A producer of one goroutine therefore waits for every
-//     batch's acknowledgements before it sends the next: 133-135K msg/s,
-//     against 163-164K with four goroutines (the same stream). Phase 2:
+//     batch's acknowledgements before it sends the next, slower than four
+//     goroutines on the same stream (docs/benchmarks.md). Phase 2:
 //     one asynchronous append for every storage.
 //   - An append that fails has stored nothing, says the Log contract; a
 //     remote append can store part of a batch. It retries the rest with
 //     the same ids (so a failure needs RetryTimeout of outage), then fails
 //     with some items stored. Phase 2: the completion says what was stored
 //     and can be retried under the same ids; atomic batches (all or
-//     nothing, contiguous) measured 82-97K msg/s, 0.6x this append.
+//     nothing, contiguous) measured slower than this append.
 //   - Release, Used, Pending and the capacity gate are the topic's, from
 //     the groups this process knows. Retention here never goes below a
 //     commit in the bucket; Used and Pending count what this process knows.

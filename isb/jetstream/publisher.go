@@ -25,7 +25,7 @@ import (
 // round as a whole: per message it costs a reply subject and a slot of
 // the MaxOutstanding semaphore, where nats.go's PublishMsgAsync costs a
 // future, its channels, a map entry and a timer per message (the topic's
-// produce went 1.4x faster without them: docs/benchmarks.md). A round not answered within
+// produce was faster without them: docs/benchmarks.md). A round not answered within
 // AckTimeout, or cut by a reconnect, reports its unanswered messages as
 // failed; the caller sends them again (same Nats-Msg-Id) in a new round.
 

@@ -166,7 +166,7 @@ func (s *segment) ensureMapped() error {
 // writes zeros: pages written with zeros make every later flush write far
 // more than the new records. fallocate would reserve the blocks, but its
 // unwritten extents must be converted on every flush, which measured
-// 1.3-1.7x slower than write(2)+fdatasync here against 1.1-1.2x for holes.
+// slower than holes (each against write(2)+fdatasync: docs/benchmarks.md).
 // The price of holes is that a write on a full disk fails (ENOSPC) where
 // a preallocated block would have been there; the write's error fails the
 // partition.
