@@ -54,11 +54,11 @@ type output interface {
 
 // asProcessError names the vertex and replica in err unless it already does.
 func asProcessError(cfg Config, err error) error {
-	var pe *ProcessError
+	var pe *vertex.ProcessError
 	if errors.As(err, &pe) {
 		return err
 	}
-	return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, Err: err}
+	return &vertex.ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, Err: err}
 }
 
 // exhausted applies the retry policy's verdict to a message whose attempts
@@ -76,5 +76,5 @@ func exhausted(ctx context.Context, cfg Config, id string, attempts int, err err
 		}
 		return nil
 	}
-	return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, MessageID: id, Attempts: attempts, Err: err}
+	return &vertex.ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, MessageID: id, Attempts: attempts, Err: err}
 }

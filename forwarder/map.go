@@ -302,7 +302,7 @@ func RunBatchMap[In, Out any](hard, stop context.Context, cfg Config, in Input[I
 			// cannot mend and the DropMessage policy must not hide by
 			// dropping the batch, so the replica fails at once.
 			if len(res) != len(msgs) {
-				return nil, &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica,
+				return nil, &vertex.ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica,
 					Err: fmt.Errorf("%w: batch map returned %d results for %d messages", vertex.ErrResultCount, len(res), len(msgs))}
 			}
 			outs = outs[:0]

@@ -44,9 +44,9 @@ func TestRunBatchMapWrongCountAfterRetryFails(t *testing.T) {
 	defer stop()
 	cfg := Config{Vertex: "m", Options: opts, Counters: cnt}
 	err = RunBatchMap(hard, hard, cfg, Input[int]{Consumer: c, Partitions: 1}, []Edge[int]{{To: "out", Topic: out}}, fn)
-	var pe *ProcessError
+	var pe *vertex.ProcessError
 	if !errors.Is(err, vertex.ErrResultCount) || !errors.As(err, &pe) || pe.Vertex != "m" {
-		t.Fatalf("RunBatchMap = %v; want a *ProcessError of vertex m wrapping ErrResultCount", err)
+		t.Fatalf("RunBatchMap = %v; want a *vertex.ProcessError of vertex m wrapping ErrResultCount", err)
 	}
 	if s := cnt.Snapshot(); calls != 2 || s.Retried != 1 || s.Dropped != 0 || s.Acked != 0 || s.Written != 0 {
 		t.Errorf("calls %d, retried %d, dropped %d, acked %d, written %d; want 2, 1, 0, 0, 0",

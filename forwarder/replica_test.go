@@ -43,9 +43,9 @@ func TestReplicaReturnsALoopFailure(t *testing.T) {
 	defer cancel()
 	err = RunMap(ctx, ctx, cfg, Input[int]{Consumer: c, Partitions: 1}, []Edge[int]{{To: "out", Topic: out}},
 		FromValueFunc(func(_ context.Context, v int) (int, error) { return v, nil }))
-	var pe *ProcessError
+	var pe *vertex.ProcessError
 	if !errors.Is(err, boom) || !errors.As(err, &pe) || pe.Vertex != "m" || pe.Replica != 1 {
-		t.Fatalf("RunMap = %v, want a *ProcessError of vertex m replica 1 wrapping the idle hook's error", err)
+		t.Fatalf("RunMap = %v, want a *vertex.ProcessError of vertex m replica 1 wrapping the idle hook's error", err)
 	}
 	if ctx.Err() != nil {
 		t.Fatal("the replica ended only at the timeout")

@@ -10,7 +10,7 @@ import (
 
 // retryAfter retries f after a first attempt failed with err, until f
 // succeeds, the policy's attempts are used up, or ctx ends. It returns the
-// attempts made in all; on exhaustion the error wraps ErrRetriesExhausted
+// attempts made in all; on exhaustion the error wraps vertex.ErrRetriesExhausted
 // and the last error. Every retry is counted. The first attempt is the
 // caller's, so the common path (success) costs no closure call.
 func retryAfter[R any](ctx context.Context, p vertex.RetryPolicy, c *Counters, err error, f func() (R, error)) (R, int, error) {
@@ -20,7 +20,7 @@ func retryAfter[R any](ctx context.Context, p vertex.RetryPolicy, c *Counters, e
 			return zero, attempt, ctx.Err()
 		}
 		if attempt >= p.MaxAttempts {
-			return zero, attempt, fmt.Errorf("%w: %w", ErrRetriesExhausted, err)
+			return zero, attempt, fmt.Errorf("%w: %w", vertex.ErrRetriesExhausted, err)
 		}
 		c.retried.Add(1)
 		if serr := sleep(ctx, p.Backoff(attempt)); serr != nil {

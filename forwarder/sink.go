@@ -58,7 +58,7 @@ func (sw *sinkWorker[T]) deliver(ctx context.Context, pending []vertex.Message[T
 	for attempt := 1; ; attempt++ {
 		res, err := sw.sink.Write(ctx, pending)
 		if err == nil && res != nil && len(res) != len(pending) {
-			return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica,
+			return &vertex.ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica,
 				Err: fmt.Errorf("%w: sink returned %d results for %d messages", vertex.ErrResultCount, len(res), len(pending))}
 		}
 		sw.retry = sw.retry[:0]
@@ -91,7 +91,7 @@ func (sw *sinkWorker[T]) deliver(ctx context.Context, pending []vertex.Message[T
 			if err == nil {
 				err = fmt.Errorf("sink answered %s", vertex.ResultRetry)
 			}
-			err = fmt.Errorf("%w: %w", ErrRetriesExhausted, err)
+			err = fmt.Errorf("%w: %w", vertex.ErrRetriesExhausted, err)
 			if cfg.Options.Retry.OnExhausted == vertex.ToFallback {
 				sw.fb = append(sw.fb, sw.retry...)
 				return nil
@@ -117,7 +117,7 @@ func (sw *sinkWorker[T]) deliver(ctx context.Context, pending []vertex.Message[T
 // policy; failing that, the pipeline fails (the fallback is the last resort).
 func writeFallback[T any](ctx context.Context, cfg Config, fallback vertex.Sink[T], msgs []vertex.Message[T]) error {
 	if fallback == nil {
-		return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, MessageID: msgs[0].ID, Err: ErrNoFallback}
+		return &vertex.ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, MessageID: msgs[0].ID, Err: ErrNoFallback}
 	}
 	call := func() (struct{}, error) {
 		res, err := fallback.Write(ctx, msgs)
@@ -127,7 +127,7 @@ func writeFallback[T any](ctx context.Context, cfg Config, fallback vertex.Sink[
 		if res != nil && len(res) != len(msgs) {
 			// A short answer would leave messages neither delivered nor
 			// retried, yet acked: fail at once, as the main sink does.
-			return struct{}{}, &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica,
+			return struct{}{}, &vertex.ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica,
 				Err: fmt.Errorf("%w: fallback sink returned %d results for %d messages", vertex.ErrResultCount, len(res), len(msgs))}
 		}
 		for _, r := range res {
@@ -138,14 +138,14 @@ func writeFallback[T any](ctx context.Context, cfg Config, fallback vertex.Sink[
 		return struct{}{}, nil
 	}
 	if _, err := call(); err != nil {
-		if _, ok := err.(*ProcessError); ok {
+		if _, ok := err.(*vertex.ProcessError); ok {
 			return err
 		}
 		if _, attempts, err := retryAfter(ctx, cfg.Options.Retry, cfg.Counters, err, call); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, MessageID: msgs[0].ID, Attempts: attempts,
+			return &vertex.ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, MessageID: msgs[0].ID, Attempts: attempts,
 				Err: fmt.Errorf("fallback sink: %w", err)}
 		}
 	}

@@ -46,9 +46,9 @@ func TestRunSinkShortFallbackAnswerFails(t *testing.T) {
 	defer stop()
 	cfg := Config{Vertex: "out", Options: opts, Counters: cnt}
 	err = RunSink(hard, hard, cfg, Input[int]{Consumer: c, Partitions: 1}, vertex.Sink[int](toFallback), vertex.Sink[int](short))
-	var pe *ProcessError
+	var pe *vertex.ProcessError
 	if !errors.Is(err, vertex.ErrResultCount) || !errors.As(err, &pe) || pe.Vertex != "out" {
-		t.Fatalf("RunSink = %v; want a *ProcessError of vertex out wrapping ErrResultCount", err)
+		t.Fatalf("RunSink = %v; want a *vertex.ProcessError of vertex out wrapping ErrResultCount", err)
 	}
 	if s := cnt.Snapshot(); s.Acked != 0 || s.Fallback != 0 || fallbackCalls != 1 {
 		t.Errorf("acked %d, fallback %d, fallback calls %d; want 0, 0, 1 (no retry of a programming error)", s.Acked, s.Fallback, fallbackCalls)

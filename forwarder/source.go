@@ -49,13 +49,13 @@ func RunResumedSource[T any](hard, stop context.Context, cfg Config, src vertex.
 	if res != nil {
 		acker, ok := src.(vertex.Acker[T])
 		if !ok {
-			return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, Err: fmt.Errorf("a resumed source must be a vertex.Acker")}
+			return &vertex.ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, Err: fmt.Errorf("a resumed source must be a vertex.Acker")}
 		}
 		if err := res.begin(hard, cfg, edges, acker); err != nil {
 			if hard.Err() != nil {
 				return nil
 			}
-			return &ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, Err: err}
+			return &vertex.ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, Err: err}
 		}
 	}
 	sr := newSourceReplica(hard, stop, cfg, src, edges, res)

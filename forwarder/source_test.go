@@ -186,9 +186,9 @@ func TestRunSourceAckFailure(t *testing.T) {
 	cnt := &Counters{}
 	cfg := Config{Vertex: "src", Options: Options{BatchSize: 10}, Counters: cnt}
 	err := RunSource(context.Background(), context.Background(), cfg, vertex.Source[int](src), []Edge[int]{{To: "out", Topic: out}})
-	var pe *ProcessError
+	var pe *vertex.ProcessError
 	if !errors.Is(err, boom) || !errors.As(err, &pe) || pe.Vertex != "src" {
-		t.Fatalf("RunSource = %v; want a *ProcessError of src wrapping the ack error", err)
+		t.Fatalf("RunSource = %v; want a *vertex.ProcessError of src wrapping the ack error", err)
 	}
 	if s := cnt.Snapshot(); s.Read != 2 || s.Written != 2 || s.Acked != 0 || s.InFlight != 0 {
 		t.Errorf("counters %+v; want read 2, written 2, acked 0, in flight 0", s)
