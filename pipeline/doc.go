@@ -103,9 +103,8 @@
 //     and not another, is completed first). A reduce fed directly by such
 //     a source therefore counts every input exactly once across crashes,
 //     and a result emitted again after a crash is an identical re-emission
-//     with the same ID (the reduce crash test, 18 SIGKILLs and 6 SIGTERMs
-//     of generator -> two reduces: no input counted twice, none missing;
-//     before this, 3,600 of 56,000 inputs counted twice in 14 rounds).
+//     with the same ID (e2e's TestCrashDurableReduceGenerator holds it to
+//     that across SIGKILLs).
 //   - A map vertex ([Map], [FlatMap], [KeyBy]) writes nothing twice: every
 //     record it writes carries its origin (the vertex, and the partition,
 //     offset and output index of its input; a hidden field of the
@@ -119,11 +118,8 @@
 //     index was not found, and the ones found stand.
 //   - So a reduce fed by a replayable, resumable source through any chain
 //     of such maps, with any number of replicas, counts every input
-//     exactly once across crashes (the crash test of generator -> FlatMap
-//     of two outputs per input -> two reduces, 18 SIGKILLs and 6 SIGTERMs,
-//     1 and 2 map replicas: no value counted twice, none missing; before
-//     the map's origins, 5,150 and 13,400 of 192,000 values counted twice,
-//     in 400 and 660 of 2,880 fixed-window results).
+//     exactly once across crashes (e2e's map crash tests hold it to that
+//     across SIGKILLs, with one and two map replicas).
 //   - Every other case is at least once: FromTopic (its commit is saved
 //     apart from the writes it covers, so what it wrote after its last
 //     commit it writes again), sources held in the process, a buffer the
