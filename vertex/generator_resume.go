@@ -219,7 +219,12 @@ func (r *genResume) skipAt(cur int64) (next, stop int64) {
 }
 
 // Close saves the acknowledged position of a resumable generator; the
-// pipeline calls it once it has stopped. It is idempotent.
+// pipeline calls it once it has stopped. It saves even when nothing was
+// acknowledged since the last save: a save from Ack ran while that batch
+// was still in flight, and the store may record more with a save made
+// once nothing is (the pipeline's state file records where the writes
+// the position does not cover begin, and that is the tail only now).
+// It is idempotent: Close again saves the same position again.
 func (g *GeneratorSource[T]) Close() error {
 	r := g.resume
 	if r == nil {
@@ -227,8 +232,5 @@ func (g *GeneratorSource[T]) Close() error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.dirty {
-		return nil
-	}
 	return r.saveLocked()
 }
