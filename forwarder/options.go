@@ -10,7 +10,7 @@ import (
 
 // Options is a vertex's validated configuration: what its vertex.Option
 // values set. Build it with [NewOptions].
-type Options = vconfig.Config[vertex.RetryPolicy, vertex.FullMode]
+type Options = vconfig.Config[vertex.RetryPolicy]
 
 // NewOptions applies opts over the defaults and validates the result; an
 // invalid option is an *isb.OptionError with Package "vertex" naming it.
@@ -47,8 +47,6 @@ func NewOptions(opts ...vertex.Option) (Options, error) {
 		return bad("Concurrency", c.Concurrency, "must be at least 1")
 	case c.BufferCapacity < 0:
 		return bad("BufferCapacity", c.BufferCapacity, "must be 0 (unbounded) or positive")
-	case c.FullMode > vertex.DiscardLatest:
-		return bad("BufferFull", c.FullMode, "must be WaitWhenFull or DiscardLatest")
 	case c.Retry.MaxAttempts < 1:
 		return bad("Retry.MaxAttempts", c.Retry.MaxAttempts, "must be at least 1")
 	case c.Retry.InitialBackoff < 0 || c.Retry.MaxBackoff < c.Retry.InitialBackoff:

@@ -26,7 +26,6 @@ func TestNewOptionsDefaultsAndErrors(t *testing.T) {
 		"MaxInFlight":       {vertex.BatchSize(10), vertex.MaxInFlight(9)},
 		"Concurrency":       {vertex.Concurrency(-1)},
 		"BufferCapacity":    {vertex.BufferCapacity(-5)},
-		"BufferFull":        {vertex.BufferFull(vertex.FullMode(9))},
 		"Retry.MaxAttempts": {vertex.Retry(vertex.RetryPolicy{MaxAttempts: -1})},
 		"Retry.MaxBackoff":  {vertex.Retry(vertex.RetryPolicy{InitialBackoff: time.Second, MaxBackoff: time.Millisecond})},
 		"Retry.OnExhausted": {vertex.Retry(vertex.RetryPolicy{OnExhausted: vertex.Exhausted(7)})},

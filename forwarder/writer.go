@@ -17,8 +17,9 @@ type Edge[T any] struct {
 	// When selects the messages the edge carries by their tags; nil
 	// carries every message.
 	When *vertex.Condition
-	// Full says what to do when Topic is full.
-	Full vertex.FullMode
+	// Discard drops (and counts) what does not fit when Topic is full;
+	// otherwise the writer waits for room.
+	Discard bool
 	// ByKey routes by a stable hash of the message keys; otherwise each
 	// write goes to the next partition in turn.
 	ByKey bool
@@ -49,7 +50,7 @@ type edgeWriter[T any] struct {
 type WriteBuffer[T any] struct {
 	sel  []vertex.Message[T] // messages the edge carries
 	last []int64             // per partition, the last offset of a keyed write
-	one  []int64             // the same, for one message of a DiscardLatest retry
+	one  []int64             // the same, for one message of a discarding retry
 
 	// staged are the writes of the last Stage that Complete waits for,
 	// and wm the replica's watermark when they were staged.
@@ -99,7 +100,7 @@ func NewWriter[T any](edges []Edge[T], counters *Counters, pub WatermarkPublishe
 func keysOf[T any](m vertex.Message[T]) []string { return m.Keys }
 
 // Write writes msgs to every edge whose condition their tags satisfy and
-// returns when all are written (or discarded by a DiscardLatest edge). A
+// returns when all are written (or discarded by a discarding edge). A
 // message tagged vertex.DropTag, or matching no edge, is dropped.
 func (w *Writer[T]) Write(ctx context.Context, msgs []vertex.Message[T], buf *WriteBuffer[T]) error {
 	return w.write(ctx, msgs, buf, false)
@@ -108,7 +109,7 @@ func (w *Writer[T]) Write(ctx context.Context, msgs []vertex.Message[T], buf *Wr
 // Stage is Write that does not wait for durable storage to flush: it
 // returns once msgs are stored, in order after everything written before,
 // but not yet visible downstream (see isb.StagedLog), and Complete(buf)
-// waits for them. Edges that cannot stage (keyed, DiscardLatest, storage
+// waits for them. Edges that cannot stage (keyed, discarding, storage
 // without staging) are written as Write writes them. The watermarks of the
 // staged writes are published by Complete, with the replica's watermark as
 // it is now: what a reader downstream may learn only once it can read the
@@ -134,7 +135,7 @@ func (w *Writer[T]) Stages() bool {
 // by key (over several partitions) or discards what does not fit is
 // written at once, and memory storage has nothing to stage.
 func (e *Edge[T]) stages() bool {
-	return !(e.ByKey && e.Topic.Partitions() > 1) && e.Full != vertex.DiscardLatest && e.Topic.Stages()
+	return !(e.ByKey && e.Topic.Partitions() > 1) && !e.Discard && e.Topic.Stages()
 }
 
 // Complete waits until the writes of the last Stage with buf are durable

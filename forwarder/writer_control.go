@@ -29,7 +29,7 @@ func (w *Writer[T]) WriteControl(ctx context.Context, to string, partition int) 
 }
 
 // control appends the control message m to partition of e, waiting for
-// room whatever e.Full says (a control message is never discarded), and
+// room whatever e.Discard says (a control message is never discarded), and
 // returns its offset.
 func (w *Writer[T]) control(ctx context.Context, e *edgeWriter[T], partition int, m vertex.Message[T]) (int64, error) {
 	one := [1]vertex.Message[T]{m}

@@ -33,11 +33,11 @@ func (w *Writer[T]) writeEdge(ctx context.Context, e *edgeWriter[T], sel []verte
 }
 
 // produce appends items to partition p of e, waiting for room or
-// discarding what does not fit, as e.Full says.
+// discarding what does not fit, as e.Discard says.
 func (w *Writer[T]) produce(ctx context.Context, e *edgeWriter[T], p int, items []vertex.Message[T]) error {
 	written := len(items)
 	last, ok, err := int64(-1), true, error(nil)
-	if e.Full == vertex.DiscardLatest {
+	if e.Discard {
 		last, ok, err = e.prod.TryProduceTo(ctx, p, items)
 		if err != nil {
 			return err
@@ -68,14 +68,14 @@ func (w *Writer[T]) produce(ctx context.Context, e *edgeWriter[T], p int, items 
 }
 
 // produceKeyed appends items to e routed by their keys, waiting for room
-// or discarding what does not fit, as e.Full says.
+// or discarding what does not fit, as e.Discard says.
 func (w *Writer[T]) produceKeyed(ctx context.Context, e *edgeWriter[T], items []vertex.Message[T], buf *WriteBuffer[T]) error {
 	if len(buf.last) != e.parts {
 		buf.last = make([]int64, e.parts)
 		buf.one = make([]int64, e.parts)
 	}
 	last, written := buf.last, len(items)
-	if e.Full == vertex.DiscardLatest {
+	if e.Discard {
 		ok, err := e.byKey.TryProduceBatchLast(ctx, items, last)
 		if err != nil {
 			return err

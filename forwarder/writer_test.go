@@ -138,7 +138,7 @@ func TestWriterDiscardLatestWhenFull(t *testing.T) {
 	full := newTopic(t, "full", isb.Capacity(3))
 	c := &Counters{}
 	pub := &fakePublisher{}
-	w := NewWriter([]Edge[int]{{To: "full", Topic: full, Full: vertex.DiscardLatest}}, c, pub, func() time.Time { return time.Unix(42, 0) })
+	w := NewWriter([]Edge[int]{{To: "full", Topic: full, Discard: true}}, c, pub, func() time.Time { return time.Unix(42, 0) })
 	if err := w.Write(context.Background(), values(5), &WriteBuffer[int]{}); err != nil {
 		t.Fatal(err)
 	}
@@ -269,13 +269,13 @@ func splitEnd(t *testing.T, ms []msg) (data []msg, end endMsg) {
 
 // A keyed write is routed by the isb: the publisher is told, for each
 // partition the write reached, the offset of its last message there; under
-// DiscardLatest the messages that fit are kept in order and the rest
+// discarding, the messages that fit are kept in order and the rest
 // dropped, and the publisher learns only what was kept.
 func TestWriterKeyedPublishesPerPartition(t *testing.T) {
 	keyed := newTopic(t, "keyed", isb.Partitions(2), isb.Capacity(5))
 	route := isb.ByKeys(keysOf[int])
 	c, pub := &Counters{}, &fakePublisher{}
-	w := NewWriter([]Edge[int]{{To: "keyed", Topic: keyed, ByKey: true, Full: vertex.DiscardLatest}}, c, pub, func() time.Time { return time.Unix(7, 0) })
+	w := NewWriter([]Edge[int]{{To: "keyed", Topic: keyed, ByKey: true, Discard: true}}, c, pub, func() time.Time { return time.Unix(7, 0) })
 	var in []msg
 	want := map[int][]string{}
 	for i := range 8 {

@@ -93,17 +93,14 @@ func edgesOf[T any](n *node, late bool) []forwarder.Edge[T] {
 		if e.late != late {
 			continue
 		}
-		full := e.to.cfg.FullMode
-		if e.full != nil {
-			full = *e.full
-		}
+		discard := e.to.cfg.DiscardWhenFull || e.discard
 		b := e.to.in.(*inputBuffer[T])
 		edges = append(edges, forwarder.Edge[T]{
-			To:    e.to.name,
-			Topic: b.topic,
-			When:  e.when,
-			Full:  full,
-			ByKey: e.to.cfg.PartitionByKey,
+			To:      e.to.name,
+			Topic:   b.topic,
+			When:    e.when,
+			Discard: discard,
+			ByKey:   e.to.cfg.PartitionByKey,
 		})
 	}
 	return edges

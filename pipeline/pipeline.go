@@ -170,10 +170,10 @@ type node struct {
 
 // outEdge is an edge out of a node, as validate resolved it.
 type outEdge struct {
-	to   *node
-	when *vertex.Condition
-	full *vertex.FullMode // nil: the destination's BufferFull
-	late bool             // the late-data stream of a reduce vertex
+	to      *node
+	when    *vertex.Condition
+	discard bool // drop what does not fit (Stream.DiscardWhenFull)
+	late    bool // the late-data stream of a reduce vertex
 }
 
 // add registers a new vertex, recording a build error for a bad or

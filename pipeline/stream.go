@@ -13,11 +13,11 @@ type Stream[T any] struct {
 
 // streamPart is one edge of a stream: its origin and how it carries.
 type streamPart struct {
-	from *node
-	p    *Pipeline
-	when *vertex.Condition
-	full *vertex.FullMode
-	late bool // the late-data stream of a reduce vertex
+	from    *node
+	p       *Pipeline
+	when    *vertex.Condition
+	discard bool
+	late    bool // the late-data stream of a reduce vertex
 }
 
 func streamOf[T any](p *Pipeline, from *node) Stream[T] {
@@ -45,12 +45,12 @@ func (s Stream[T]) Tagged(tags ...string) Stream[T] { return s.Where(vertex.AnyT
 
 // DiscardWhenFull makes the stream drop (and count) the messages that do
 // not fit in the destination's buffer instead of waiting for room,
-// whatever the destination's BufferFull option says.
+// whatever the destination's options say (vertex.DiscardWhenFull
+// discards on every edge into a vertex).
 func (s Stream[T]) DiscardWhenFull() Stream[T] {
 	out := Stream[T]{p: s.p, parts: make([]streamPart, len(s.parts))}
-	m := vertex.DiscardLatest
 	for i, part := range s.parts {
-		part.full = &m
+		part.discard = true
 		out.parts[i] = part
 	}
 	return out

@@ -1,40 +1,13 @@
 package vertex
 
-import (
-	"fmt"
-
-	"github.com/runnel-dev/runnel/internal/vconfig"
-)
-
-// FullMode says what a writer does when a destination buffer is full.
-type FullMode uint8
-
-const (
-	// WaitWhenFull blocks the writer until the destination has room:
-	// backpressure reaches the sources.
-	WaitWhenFull FullMode = iota
-	// DiscardLatest drops the messages that do not fit and counts them as
-	// dropped; their inputs are acked.
-	DiscardLatest
-)
-
-// String returns "wait" or "discard-latest".
-func (m FullMode) String() string {
-	switch m {
-	case WaitWhenFull:
-		return "wait"
-	case DiscardLatest:
-		return "discard-latest"
-	}
-	return fmt.Sprintf("FullMode(%d)", m)
-}
+import "github.com/runnel-dev/runnel/internal/vconfig"
 
 // Option configures a vertex. Options are validated once, when the
 // pipeline starts; an invalid one yields an *OptionError naming it.
 type Option func(*options)
 
 // options is what the options set, read by the runtime.
-type options = vconfig.Config[RetryPolicy, FullMode]
+type options = vconfig.Config[RetryPolicy]
 
 // option makes an Option that applies f and records that the option was
 // given.
@@ -94,8 +67,11 @@ func BufferCapacity(n int64) Option {
 	return option(vconfig.BufferCapacity, func(c *options) { c.BufferCapacity = n })
 }
 
-// BufferFull sets what writers do when the input buffer is full (default
-// WaitWhenFull); an edge can override it.
-func BufferFull(m FullMode) Option {
-	return option(vconfig.BufferFull, func(c *options) { c.FullMode = m })
+// DiscardWhenFull makes writers into the vertex drop (and count as
+// dropped) the messages that do not fit in its input buffer, acking their
+// inputs, instead of waiting for room. Without it a full buffer blocks the
+// writer, so backpressure reaches the sources. One edge can discard alone:
+// pipeline's Stream.DiscardWhenFull.
+func DiscardWhenFull() Option {
+	return option(vconfig.DiscardWhenFull, func(c *options) { c.DiscardWhenFull = true })
 }

@@ -4,8 +4,8 @@
 // it), so it is internal: a pipeline author only passes options.
 //
 // Config is generic only so that this package needs not import vertex,
-// whose options are functions of it: R is vertex.RetryPolicy and F
-// vertex.FullMode (see forwarder.Options).
+// whose options are functions of it: R is vertex.RetryPolicy (see
+// forwarder.Options).
 package vconfig
 
 import "time"
@@ -24,17 +24,17 @@ const (
 )
 
 // Config is a vertex's configuration.
-type Config[R, F any] struct {
-	Replicas       int   // replicas (forwarders) of the vertex
-	Partitions     int   // partitions of the vertex's input buffer
-	BatchSize      int   // most messages one read returns
-	MaxInFlight    int   // most messages a replica holds unacked
-	Concurrency    int   // UDF calls or sink writes in parallel per replica
-	OrderByKey     bool  // process messages of one key in order
-	PartitionByKey bool  // route the input buffer by keys
-	Retry          R     // for UDF and sink errors
-	BufferCapacity int64 // input buffer capacity, 0 unbounded
-	FullMode       F     // default full behaviour of edges into the vertex
+type Config[R any] struct {
+	Replicas        int   // replicas (forwarders) of the vertex
+	Partitions      int   // partitions of the vertex's input buffer
+	BatchSize       int   // most messages one read returns
+	MaxInFlight     int   // most messages a replica holds unacked
+	Concurrency     int   // UDF calls or sink writes in parallel per replica
+	OrderByKey      bool  // process messages of one key in order
+	PartitionByKey  bool  // route the input buffer by keys
+	Retry           R     // for UDF and sink errors
+	BufferCapacity  int64 // input buffer capacity, 0 unbounded
+	DiscardWhenFull bool  // edges into the vertex drop what does not fit
 
 	Set Set // the options given, see Given
 }
@@ -53,22 +53,22 @@ const (
 	PartitionByKey
 	Retry
 	BufferCapacity
-	BufferFull
+	DiscardWhenFull
 )
 
 var names = [...]string{"Replicas", "Partitions", "BatchSize", "MaxInFlight", "Concurrency",
-	"OrderByKey", "PartitionByKey", "Retry", "BufferCapacity", "BufferFull"}
+	"OrderByKey", "PartitionByKey", "Retry", "BufferCapacity", "DiscardWhenFull"}
 
 // InputOptions are the options that configure a vertex's input buffer and
 // the reader and stage behind it; a vertex without input (a source) has
 // none of these and the pipeline refuses them there.
 var InputOptions = []string{"Partitions", "MaxInFlight", "Concurrency", "OrderByKey",
-	"PartitionByKey", "Retry", "BufferCapacity", "BufferFull"}
+	"PartitionByKey", "Retry", "BufferCapacity", "DiscardWhenFull"}
 
 // Given returns the names of the options given (e.g. "Partitions"), in the
 // order vertex declares them, so a caller can refuse an option that does
 // not apply to a vertex's kind.
-func (c Config[R, F]) Given() []string {
+func (c Config[R]) Given() []string {
 	var out []string
 	for i, name := range names {
 		if c.Set&(1<<i) != 0 {
