@@ -40,7 +40,7 @@ func BenchmarkReduce(b *testing.B) {
 	b.Run("map", func(b *testing.B) { benchKeyedMap(b) })
 	// The map on durable storage: what the mmap buffers alone cost, the
 	// baseline of reduce-durable.
-	b.Run("map-durable", func(b *testing.B) { benchKeyedMap(b, pipeline.WithDataDir(b.TempDir())) })
+	b.Run("map-durable", func(b *testing.B) { benchKeyedMap(b, pipeline.WithStorage(pipeline.MMap(b.TempDir()))) })
 	b.Run("map-durable-interval", func(b *testing.B) {
 		benchKeyedMap(b, pipeline.WithStorage(pipeline.MMap(b.TempDir(), mmap.Flush(mmap.Interval(defaultCommitInterval)))))
 	})
@@ -48,12 +48,12 @@ func BenchmarkReduce(b *testing.B) {
 	// The same reduce on durable storage: mmap buffers and the reduce WAL
 	// (each message appended, group-committed with one fsync, before it is
 	// acked; see forwarder.ReduceLog).
-	b.Run("reduce-durable", func(b *testing.B) { benchReduce(b, pipeline.WithDataDir(b.TempDir())) })
+	b.Run("reduce-durable", func(b *testing.B) { benchReduce(b, pipeline.WithStorage(pipeline.MMap(b.TempDir()))) })
 	// One replica reading 4 partitions: one WAL on a log per replica, four
 	// on a log per partition (the layout's worst case: 4 fsyncs per group
 	// commit instead of 1).
 	b.Run("reduce-durable-4-partitions", func(b *testing.B) {
-		benchReduce(b, pipeline.WithDataDir(b.TempDir()), vertex.Partitions(4))
+		benchReduce(b, pipeline.WithStorage(pipeline.MMap(b.TempDir())), vertex.Partitions(4))
 	})
 	// The same with the buffers flushed every commit interval instead of
 	// at once (mmap.Interval): the serial source's Immediate flush is no

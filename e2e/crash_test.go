@@ -109,7 +109,7 @@ func crashChild() int {
 		return childFail("open sink file: %v", err)
 	}
 	defer f.Close()
-	p := pipeline.New("crash", pipeline.WithDataDir(data))
+	p := pipeline.New("crash", pipeline.WithStorage(pipeline.MMap(data)))
 	ids := pipeline.Source(p, "ids", vertex.FromTopic(topic, crashSourceName).EndWhenEmpty(),
 		vertex.BatchSize(200))
 	formatted := pipeline.Map(p, "format", ids, func(_ context.Context, v int64) (string, error) {

@@ -266,7 +266,7 @@ func TestRandomDAGsDeliverExactly(t *testing.T) {
 		// Small batches and buffers write, flush and commit a few messages
 		// at a time: up to 30 s for one DAG here with -race.
 		{"mmap", func(t *testing.T) []pipeline.Option {
-			return []pipeline.Option{pipeline.WithDataDir(t.TempDir())}
+			return []pipeline.Option{pipeline.WithStorage(pipeline.MMap(t.TempDir()))}
 		}, 5 * time.Minute},
 	}
 	for _, st := range storages {

@@ -22,7 +22,9 @@ var storages = []struct {
 	options func(t *testing.T) []pipeline.Option
 }{
 	{"memory", func(*testing.T) []pipeline.Option { return nil }},
-	{"mmap", func(t *testing.T) []pipeline.Option { return []pipeline.Option{pipeline.WithDataDir(t.TempDir())} }},
+	{"mmap", func(t *testing.T) []pipeline.Option {
+		return []pipeline.Option{pipeline.WithStorage(pipeline.MMap(t.TempDir()))}
+	}},
 }
 
 // finalStore records, per edge bucket, the processor/partition keys whose

@@ -267,7 +267,7 @@ func runReduceCrash[S any](dir string, plan *crashPlan, agg vertex.Aggregator[in
 		sinks = append(sinks, &crashResultSink{f: f})
 	}
 	sinks[0].plan = plan
-	popts := []pipeline.Option{pipeline.WithDataDir(data), pipeline.Watermarks(pipeline.WatermarkConfig{MaxDelay: reduceCrashDelay})}
+	popts := []pipeline.Option{pipeline.WithStorage(pipeline.MMap(data)), pipeline.Watermarks(pipeline.WatermarkConfig{MaxDelay: reduceCrashDelay})}
 	if os.Getenv("RUNNEL_E2E_LOG") != "" { // for debugging: the pipeline's log on stderr
 		l, _ := zap.NewDevelopment()
 		popts = append(popts, pipeline.WithLogger(l))

@@ -40,7 +40,7 @@
 //
 // The buffers between vertices live on the storage [WithStorage] chooses:
 // [Memory] (the default: values are passed as they are, nothing is
-// encoded) or [MMap] under a data directory ([WithDataDir] for short):
+// encoded) or [MMap] under a data directory:
 // memory-mapped files, one isb/mmap topic per reading vertex in
 // {dir}/{pipeline}/{vertex}/, each message stored in the versioned envelope
 // encoding of internal/envelope (ID, event time, keys, tags, headers,

@@ -112,7 +112,7 @@ func TestReduceOnDurableStorage(t *testing.T) {
 		return got
 	}
 	dir := t.TempDir()
-	durable, memory := run(WithDataDir(dir)), run()
+	durable, memory := run(WithStorage(MMap(dir))), run()
 	if len(memory) != 5*3 || !maps.Equal(durable, memory) {
 		t.Fatalf("durable results %v, memory %v (want 15 windows and keys, equal)", durable, memory)
 	}

@@ -23,7 +23,7 @@ func TestReduceRefusesDamagedWALAfterCleanStop(t *testing.T) {
 	const n = 200
 	dir := t.TempDir()
 	build := func(src vertex.Source[int]) (*Pipeline, *int64) {
-		p := New("d", WithDataDir(dir))
+		p := New("d", WithStorage(MMap(dir)))
 		s := Source(p, "src", src)
 		res, _ := Reduce(p, "count", s, vertex.Fixed(time.Hour), vertex.Counting[int]())
 		var total int64

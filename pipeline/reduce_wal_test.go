@@ -53,7 +53,7 @@ func (c walRun) run(t *testing.T, dir string, got map[string][2]int64) error {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p := New("rw", append([]Option{WithDataDir(dir)}, c.opts...)...)
+	p := New("rw", append([]Option{WithStorage(MMap(dir))}, c.opts...)...)
 	gen := Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }).WithCount(walN).WithKeys(walKeys).
 		WithEventTime(func(i int64) time.Time { return walBase.Add(time.Duration(i) * walSpacing) }))
 	var once sync.Once
@@ -371,7 +371,7 @@ func listTree(t *testing.T, dir string) []string {
 // is 1.
 func TestReduceConcurrencyOnDurableStorage(t *testing.T) {
 	build := func(opts ...vertex.Option) *Pipeline {
-		p := New("rc", WithDataDir(t.TempDir()))
+		p := New("rc", WithStorage(MMap(t.TempDir())))
 		s := Source(p, "src", vertex.FromSlice([]int{1, 2, 3}))
 		res, _ := Reduce(p, "windowed", s, vertex.Fixed(time.Second), vertex.Counting[int](), opts...)
 		Sink(p, "out", res, vertex.Blackhole[vertex.Windowed[int64]]())

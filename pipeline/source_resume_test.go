@@ -67,7 +67,7 @@ func TestResumedSourceFindsWhatItWrote(t *testing.T) {
 	for _, withState := range []bool{true, false} {
 		t.Run(fmt.Sprintf("state=%v", withState), func(t *testing.T) {
 			dir := t.TempDir()
-			c, err := newConfig([]Option{WithDataDir(dir)})
+			c, err := newConfig([]Option{WithStorage(MMap(dir))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +86,7 @@ func TestResumedSourceFindsWhatItWrote(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			p := New("res", WithDataDir(dir))
+			p := New("res", WithStorage(MMap(dir)))
 			gen := Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }).WithCount(150), vertex.BatchSize(20))
 			other := Source(p, "other", vertex.Generator(func(i int64) int64 { return 1000 + i }).WithCount(10))
 			var a, b, cc valueCounter

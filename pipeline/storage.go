@@ -17,8 +17,7 @@ import (
 
 // Storage is where a pipeline keeps its buffers: one topic of
 // vertex.Message[T] per reading vertex, named after it, with the vertex's
-// partition count and capacity. [Memory] is the default; [MMap] (or
-// [WithDataDir]) keeps them in memory-mapped files under a data
+// partition count and capacity. [Memory] is the default; [MMap] keeps them in memory-mapped files under a data
 // directory, so a pipeline stopped or killed and started again on the same
 // directory resumes where its vertices had acknowledged.
 //
@@ -104,10 +103,6 @@ const (
 // Memory()).
 func WithStorage(s Storage) Option { return func(c *config) { c.storage = s } }
 
-// WithDataDir keeps the pipeline's buffers in memory-mapped files under
-// dir: WithStorage(MMap(dir)).
-func WithDataDir(dir string) Option { return WithStorage(MMap(dir)) }
-
 // WithCodec sets the codec of values of type T in the buffers of durable
 // storage (default codec.JSON[T]()); memory storage does not encode. It
 // applies to every buffer whose messages carry a T. The codec's name is
@@ -146,7 +141,7 @@ func checkStorage(c *config) error {
 		return &isb.OptionError{Package: "pipeline", Option: "CommitInterval", Value: c.commitEvery, Reason: "must not be negative"}
 	}
 	if s, ok := c.storage.(*mmapStorage); ok && s.dir == "" {
-		return &isb.OptionError{Package: "pipeline", Option: "MMap/WithDataDir", Value: "", Reason: "needs a directory"}
+		return &isb.OptionError{Package: "pipeline", Option: "MMap", Value: "", Reason: "needs a directory"}
 	}
 	for t, cd := range c.codecs {
 		if reflect.ValueOf(cd).Kind() == reflect.Invalid {

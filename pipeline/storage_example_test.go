@@ -15,7 +15,7 @@ import (
 // and a resumable source (the generator) continues after what the last run
 // acknowledged, so a second run over the same directory does not repeat
 // the first.
-func ExampleWithDataDir() {
+func ExampleMMap() {
 	dir, err := os.MkdirTemp("", "runnel-example")
 	if err != nil {
 		panic(err)
@@ -23,7 +23,7 @@ func ExampleWithDataDir() {
 	defer os.RemoveAll(dir)
 
 	runOnce := func(count int64) {
-		p := pipeline.New("orders", pipeline.WithDataDir(dir))
+		p := pipeline.New("orders", pipeline.WithStorage(pipeline.MMap(dir)))
 		ids := pipeline.Source(p, "ids", vertex.Generator(func(i int64) int64 { return 100 + i }).WithCount(count))
 		var mu sync.Mutex
 		var got []int64

@@ -200,7 +200,7 @@ func TestGeneratorResumesOnDurableStorage(t *testing.T) {
 			}
 			return nil, nil
 		})
-		p := New("gen", WithDataDir(dir))
+		p := New("gen", WithStorage(MMap(dir)))
 		g := Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }).WithCount(n), vertex.BatchSize(200))
 		Sink(p, "sink", g, sink, vertex.BatchSize(100))
 		return first, p.Run(ctx)

@@ -20,7 +20,7 @@ func TestStorageOptionsRefused(t *testing.T) {
 		opt  Option
 		want string
 	}{
-		"empty data dir":           {WithDataDir(""), `pipeline: option MMap/WithDataDir: needs a directory (got "")`},
+		"empty data dir":           {WithStorage(MMap("")), `pipeline: option MMap: needs a directory (got "")`},
 		"negative commit interval": {CommitInterval(-time.Second), "pipeline: option CommitInterval: must not be negative (got -1s)"},
 		"nil codec":                {WithCodec[int](nil), "pipeline: option WithCodec for int: the codec must not be nil (got <nil>)"},
 	}
@@ -61,7 +61,7 @@ func TestDurablePipelineResumesAfterFailure(t *testing.T) {
 	dir := t.TempDir()
 	const n = 5000
 	run := func(src vertex.Source[int], sink vertex.Sink[string]) error {
-		p := New("resume", WithDataDir(dir), WithCodec(codec.MsgPack[string]()))
+		p := New("resume", WithStorage(MMap(dir)), WithCodec(codec.MsgPack[string]()))
 		s := Source(p, "src", src, vertex.BatchSize(100))
 		m := Map(p, "fmt", s, func(_ context.Context, v int) (string, error) { return "v" + strconv.Itoa(v), nil })
 		Sink(p, "sink", m, sink, vertex.BatchSize(50), vertex.Concurrency(1),
@@ -128,7 +128,7 @@ func TestDurablePipelineResumesAfterFailure(t *testing.T) {
 // Watermark and Late never.
 func TestMMapBufferKeepsTheEnvelope(t *testing.T) {
 	ctx := context.Background()
-	c, err := newConfig([]Option{WithDataDir(t.TempDir()), WithCodec(codec.MsgPack[string]())})
+	c, err := newConfig([]Option{WithStorage(MMap(t.TempDir())), WithCodec(codec.MsgPack[string]())})
 	if err != nil {
 		t.Fatal(err)
 	}
