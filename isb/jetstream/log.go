@@ -103,8 +103,15 @@ func (l *log[T]) notify() {
 // append or commit becomes known here.
 func (l *log[T]) Watch(wake func()) { l.wake.Store(&wake) }
 
-// Head is the earliest retained offset as last seen.
-func (l *log[T]) Head() int64 { return min(l.head.Load(), l.tail.Load()) }
+// Head is the earliest offset a reader can count on: the stream's first
+// sequence as last seen, or what the topic released below when that is
+// higher. Release only records the offset and a refresh purges later, so
+// a group started at the stream's first sequence before that purge would
+// read offsets gone a moment later (ErrOutOfRange); nothing below a
+// Release is ever read again.
+func (l *log[T]) Head() int64 {
+	return min(max(l.head.Load(), l.released.Load()), l.tail.Load())
+}
 
 // Tail is the offset after the last message known to be stored.
 func (l *log[T]) Tail() int64 { return l.tail.Load() }
