@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/runnel-dev/runnel/internal/fsutil"
 	"github.com/runnel-dev/runnel/vertex"
 	"github.com/runnel-dev/runnel/wal"
 )
@@ -256,16 +257,8 @@ func finishMigration(dir string, l layoutDirs) error {
 
 // syncPath fsyncs a directory, so that the renames in it are durable.
 func syncPath(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
+	if err := fsutil.SyncDir(dir); err != nil {
 		return fmt.Errorf("reduce WAL: %w", err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("reduce WAL: sync %s: %w", dir, err)
 	}
 	return nil
 }
