@@ -141,13 +141,14 @@ func (l *stagedLog[T]) Append(items []T) (isb.Write, error) {
 	if len(items) > 0 {
 		l.writes++
 	}
-	return isb.Deferred(l, end, end-1), nil
+	return isb.Deferred(l, end-1), nil
 }
 
 func (l *stagedLog[T]) AppendOne(item T) (isb.Write, error) { return l.Append([]T{item}) }
 
-// Complete publishes everything staged below end, once allowed.
-func (l *stagedLog[T]) Complete(_ context.Context, end int64) (int64, error) {
+// Complete publishes everything staged up to last, once allowed.
+func (l *stagedLog[T]) Complete(_ context.Context, last int64) (int64, error) {
+	end := last + 1
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for l.failed == nil && l.allowed < end && l.inner.Tail() < end {

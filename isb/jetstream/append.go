@@ -67,7 +67,7 @@ func (l *log[T]) Append(items []T) (isb.Write, error) {
 	}
 	w.msgs = msgs
 	w.id, w.r = l.b.pub.send(l.ctx, msgs)
-	return isb.Deferred(w, 0, -1), nil
+	return isb.Deferred(w, -1), nil
 }
 
 // write is one Append in flight: its messages (kept for retries) and its

@@ -111,22 +111,22 @@ func (p *partition[T]) Append(items []T) (isb.Write, error) { return p.append(it
 // AppendOne is Append of one item; it spares the topic a slice per item.
 func (p *partition[T]) AppendOne(item T) (isb.Write, error) { return p.append(nil, &item) }
 
-// Complete returns once the records below end are flushed as the flush
-// policy requires and published, with the offset of the last: the Write
-// of an Append whose items end at end. After Close it returns
+// Complete returns once the records up to last are flushed as the flush
+// policy requires and published: the Write of an Append whose last item
+// is at last. After Close it returns
 // isb.ErrClosed; after Seal it still publishes what was written before.
 // A flush runs to its end whatever ctx does: it is shared by the writers
 // that arrived with it.
-func (p *partition[T]) Complete(_ context.Context, end int64) (int64, error) {
+func (p *partition[T]) Complete(_ context.Context, last int64) (int64, error) {
 	p.closeMu.RLock()
 	defer p.closeMu.RUnlock()
 	if p.closed {
 		return -1, isb.ErrClosed
 	}
-	if err := p.publishDurable(end); err != nil {
+	if err := p.publishDurable(last + 1); err != nil {
 		return -1, err
 	}
-	return end - 1, nil
+	return last, nil
 }
 
 // Watch does nothing: a partition belongs to one process (the topic
@@ -144,7 +144,7 @@ func (p *partition[T]) append(items []T, one *T) (isb.Write, error) {
 	case end == first || p.b.cfg.flush.kind == flushInterval:
 		return isb.Completed(end - 1), nil // published by writeLocked
 	}
-	return isb.Deferred(p, end, end-1), nil
+	return isb.Deferred(p, end-1), nil
 }
 
 // write copies items (or *one when items is nil) into the mapping under
