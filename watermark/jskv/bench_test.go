@@ -171,7 +171,7 @@ func BenchmarkPublish(b *testing.B) {
 		base := time.Now()
 		off := int64(0)
 		for b.Loop() {
-			if err := p.Publish(ctx, bucket, 0, off, base.Add(time.Duration(off)*time.Millisecond)); err != nil {
+			if err := p.Publish(bucket, 0, off, base.Add(time.Duration(off)*time.Millisecond)); err != nil {
 				b.Fatal(err)
 			}
 			off++
