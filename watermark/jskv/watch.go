@@ -2,6 +2,7 @@ package jskv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"time"
@@ -89,7 +90,7 @@ func (w *watch) deleted() chan *nats.Msg {
 }
 
 // errStopped says the range loop ended: the watch returns without error.
-var errStopped = fmt.Errorf("jskv: watch stopped")
+var errStopped = errors.New("jskv: watch stopped")
 
 // run opens watchers and delivers their changes until ctx ends, the loop
 // stops, or an error cannot heal (returned).
@@ -97,14 +98,20 @@ func (w *watch) run(ctx context.Context) error {
 	pause := reopenMin
 	for ctx.Err() == nil {
 		kw, stop, err := w.open(ctx)
+		progressed := false
 		if err == nil {
+			next, synced := w.next, w.synced
 			err = w.deliver(ctx, kw)
 			stop()
+			progressed = w.next != next || w.synced != synced
 		}
 		switch {
-		case err == errStopped || ctx.Err() != nil:
+		case errors.Is(err, errStopped) || ctx.Err() != nil:
 			return nil
-		case err == errReopen:
+		case errors.Is(err, errReopen) && progressed:
+			// The watcher worked: open the next at once. One that ends
+			// having delivered nothing pauses below, so a watcher that
+			// keeps ending at once does not spin.
 			pause = reopenMin
 			continue
 		case permanent(err):
@@ -121,7 +128,7 @@ func (w *watch) run(ctx context.Context) error {
 // errReopen says a watcher ended for a reason another watcher heals (the
 // connection reconnected, the watcher's subscription ended): open again at
 // once.
-var errReopen = fmt.Errorf("jskv: watcher ended")
+var errReopen = errors.New("jskv: watcher ended")
 
 // wait pauses before the next open: for d while connected, until the
 // connection is back while it is down. It returns false when ctx ended.
