@@ -24,8 +24,9 @@ import (
 // for concurrent use (a test may restart it while other goroutines load
 // it), except that Start's options are fixed once it returns.
 type Server struct {
-	t   testing.TB
-	dir string
+	t      testing.TB
+	dir    string
+	adjust func(*server.Options)
 
 	mu   sync.Mutex
 	port int // chosen by the first start, kept by restarts
@@ -39,6 +40,11 @@ type Option func(*Server)
 // directory: a test that restarts a server of its own on data another one
 // left uses it.
 func Dir(dir string) Option { return func(s *Server) { s.dir = dir } }
+
+// ServerOptions lets f change the server's options (users and their
+// permissions, say) before every start; Host, Port, JetStream and StoreDir
+// are set already and should stay.
+func ServerOptions(f func(*server.Options)) Option { return func(s *Server) { s.adjust = f } }
 
 // Start starts a server and registers its shutdown with t's cleanup. It
 // fails t when the server does not start.
@@ -69,14 +75,18 @@ func (s *Server) start() error {
 	if port == 0 {
 		port = server.RANDOM_PORT
 	}
-	srv, err := server.NewServer(&server.Options{
+	opts := &server.Options{
 		Host:      "127.0.0.1",
 		Port:      port,
 		JetStream: true,
 		StoreDir:  s.dir,
 		NoLog:     true,
 		NoSigs:    true,
-	})
+	}
+	if s.adjust != nil {
+		s.adjust(opts)
+	}
+	srv, err := server.NewServer(opts)
 	if err != nil {
 		return fmt.Errorf("natstest: new server: %w", err)
 	}
