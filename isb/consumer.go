@@ -30,21 +30,23 @@ type PullConsumer[T any] struct {
 	// ctx is passed to storage calls; Close and Topic.Close cancel it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// io is held for reading around every storage call (Read, Commit), so
-	// Close can wait for the ones in flight: after Close returns this
-	// consumer never touches storage again, and the group may get a new
-	// consumer. Topic.Close waits for it too before it closes storage,
-	// which is why reads and commits take no topic-wide lock.
+	// On shared storage io is held for reading around every storage call
+	// (Read, Commit), and mu is not: Close waits for io once it cancelled
+	// ctx, so after Close returns this consumer never touches storage
+	// again and the group may get a new consumer. Storage one process owns
+	// is called under mu instead (it waits for nothing remote), which Close
+	// waits for as well. Topic.Close waits for both before it closes
+	// storage, which is why reads and commits take no topic-wide lock.
 	io sync.RWMutex
-	// commitMu serializes commits (Log.Commit of one group and partition
-	// never overlaps), outside mu.
+	// commitMu serializes commits on shared storage (Log.Commit of one
+	// group and partition never overlaps), outside mu.
 	commitMu sync.Mutex
 	// lease is the consumer's claim of its partitions on shared storage
 	// (NoLease otherwise); Pull stops with ErrClaimLost when it is lost.
 	lease Lease
 
-	// mu guards the reading state below. It is held only between storage
-	// calls, never across one.
+	// mu guards the reading state below. On shared storage it is held only
+	// between storage calls, never across one.
 	mu        sync.Mutex
 	first     int     // assigned partitions are first..first+len(next)-1
 	next      []int64 // per assigned partition: the delivered end (next offset to read)
@@ -257,17 +259,29 @@ func (c *PullConsumer[T]) Pull(ctx context.Context) (Batch[T], error) {
 	if err := c.usable(); err != nil {
 		return Batch[T]{}, err
 	}
-	// Calling Pull says the previous batch is done, even with a ctx that
-	// has ended: commit it first.
-	if !c.cfg.manualCommit {
-		if err := c.Commit(); err != nil {
+	t := c.topic
+	if !t.caps.Shared {
+		// Storage one process owns: the commit of the last batch and the
+		// first read under one hold of mu, the whole cost of a Pull that
+		// finds data.
+		c.mu.Lock()
+		b, ok, err := c.commitAndRead(ctx)
+		c.mu.Unlock()
+		if ok || err != nil {
+			return b, err
+		}
+	} else {
+		// Calling Pull says the previous batch is done, even with a ctx
+		// that has ended: commit it first.
+		if !c.cfg.manualCommit {
+			if err := c.Commit(); err != nil {
+				return Batch[T]{}, err
+			}
+		}
+		if err := ctx.Err(); err != nil {
 			return Batch[T]{}, err
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return Batch[T]{}, err
-	}
-	t := c.topic
 	for {
 		if b, ok, err := c.read(ctx); ok || err != nil {
 			return b, err
@@ -306,11 +320,29 @@ func (c *PullConsumer[T]) Pull(ctx context.Context) (Batch[T], error) {
 	}
 }
 
+// commitAndRead is the start of a Pull on storage one process owns, under
+// mu: the commit of the last batch (auto commit, also when ctx has ended
+// already), then one read.
+func (c *PullConsumer[T]) commitAndRead(ctx context.Context) (Batch[T], bool, error) {
+	if !c.cfg.manualCommit && c.batch.valid {
+		if err := c.commitLocalLocked(c.batch.part, c.batch.end); err != nil {
+			return Batch[T]{}, false, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return Batch[T]{}, false, err
+	}
+	return c.readLocked(ctx)
+}
+
 // usable returns ErrClosed once the consumer or the topic is closed, and
 // ErrClaimLost once shared storage took the consumer's claim away.
 func (c *PullConsumer[T]) usable() error {
 	if c.closed.Load() || c.topic.closed.Load() {
 		return ErrClosed
+	}
+	if !c.topic.caps.Shared {
+		return nil // NoLease: never lost
 	}
 	select {
 	case <-c.lease.Lost():
@@ -346,11 +378,20 @@ func (c *PullConsumer[T]) disarm() {
 
 // read returns a batch of the first non-empty assigned partition after the
 // one read last, or ok false when they are all empty. It picks the
-// partition under mu, reads without it and records what it delivered under
-// it again: only Pull and Skip, on this goroutine, move the position.
+// partition under mu and records what it delivered under it. On shared
+// storage it reads without mu (a remote read may wait for a server: only
+// Pull and Skip, on this goroutine, move the position meanwhile); storage
+// one process owns answers from memory or a mapped file, so the read stays
+// under mu and the batch pays one lock, not two.
 func (c *PullConsumer[T]) read(ctx context.Context) (b Batch[T], ok bool, err error) {
-	t := c.topic
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.readLocked(ctx)
+}
+
+// readLocked is read with mu held.
+func (c *PullConsumer[T]) readLocked(ctx context.Context) (b Batch[T], ok bool, err error) {
+	t := c.topic
 	n := len(c.next)
 	j, off := -1, int64(0)
 	for i := 1; i <= n; i++ {
@@ -360,15 +401,22 @@ func (c *PullConsumer[T]) read(ctx context.Context) (b Batch[T], ok bool, err er
 			break
 		}
 	}
-	c.mu.Unlock()
 	if j < 0 {
 		return b, false, nil
 	}
 	part := c.first + j
-	items, err := c.readStorage(ctx, part, off)
-
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	var items []T
+	if t.caps.Shared {
+		c.mu.Unlock()
+		items, err = c.readShared(ctx, part, off)
+		c.mu.Lock()
+	} else {
+		// Under mu, which Close waits for too (see Close).
+		if c.closed.Load() || t.closed.Load() {
+			return b, false, ErrClosed
+		}
+		items, err = t.parts[part].log.Read(c.ctx, off, c.cfg.batchSize, c.buf)
+	}
 	c.last = j
 	c.damaged[j] = -1
 	if err != nil {
@@ -393,18 +441,19 @@ func (c *PullConsumer[T]) read(ctx context.Context) (b Batch[T], ok bool, err er
 	return Batch[T]{Partition: part, Offset: off, Items: items}, true, nil
 }
 
-// readStorage is one Log.Read of partition part at off under io. Storage
-// one process owns never blocks and gets the consumer's context as it is;
-// shared storage gets one that ends with ctx too, so a Pull whose ctx
-// ends does not wait for a read stuck in an outage.
-func (c *PullConsumer[T]) readStorage(ctx context.Context, part int, off int64) ([]T, error) {
+// readShared is one Log.Read of partition part at off on shared storage:
+// under io, without mu, with a context that ends with ctx too, so a Pull
+// whose ctx ends does not wait for a read stuck in an outage. (Storage one
+// process owns waits for nothing but memory or a mapped file and is read
+// under mu, see readLocked.)
+func (c *PullConsumer[T]) readShared(ctx context.Context, part int, off int64) ([]T, error) {
 	c.io.RLock()
 	defer c.io.RUnlock()
 	if c.closed.Load() || c.topic.closed.Load() { // under io: see Close
 		return nil, ErrClosed
 	}
 	rctx := c.ctx
-	if c.topic.caps.Shared && ctx.Done() != nil {
+	if ctx.Done() != nil {
 		var cancel context.CancelFunc
 		rctx, cancel = context.WithCancel(c.ctx)
 		defer context.AfterFunc(ctx, cancel)()
@@ -429,6 +478,16 @@ func (c *PullConsumer[T]) readStorage(ctx context.Context, part int, off int64) 
 // again (a no-op if it was committed) and never anything not delivered.
 func (c *PullConsumer[T]) Commit() error {
 	c.mu.Lock()
+	if !c.topic.caps.Shared {
+		defer c.mu.Unlock()
+		if !c.batch.valid {
+			if c.closed.Load() {
+				return ErrClosed
+			}
+			return nil
+		}
+		return c.commitLocalLocked(c.batch.part, c.batch.end)
+	}
 	valid, part, end := c.batch.valid, c.batch.part, c.batch.end
 	c.mu.Unlock()
 	if !valid {
@@ -446,6 +505,11 @@ func (c *PullConsumer[T]) Commit() error {
 // ErrNotAssigned. It returns once storage holds the commit (durable storage
 // persisted it).
 func (c *PullConsumer[T]) CommitTo(partition int, offset int64) error {
+	if !c.topic.caps.Shared {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.commitLocalLocked(partition, offset)
+	}
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
 	c.mu.Lock()
@@ -460,6 +524,21 @@ func (c *PullConsumer[T]) CommitTo(partition int, offset int64) error {
 	c.mu.Lock()
 	c.committed[j] = max(c.committed[j], offset)
 	c.mu.Unlock()
+	return nil
+}
+
+// commitLocalLocked is CommitTo on storage one process owns, under mu:
+// its commit waits at most for a local flush, and one lock per commit is
+// what a consumer committing every batch pays (Close waits for mu too).
+func (c *PullConsumer[T]) commitLocalLocked(partition int, offset int64) error {
+	j, err := c.checkCommit(partition, offset)
+	if err != nil || j < 0 {
+		return err
+	}
+	if err := c.topic.commit(c.ctx, c.group, partition, offset); err != nil {
+		return err
+	}
+	c.committed[j] = offset
 	return nil
 }
 
@@ -572,10 +651,13 @@ func (c *PullConsumer[T]) Close() error {
 		c.closed.Store(true)
 		close(c.done)
 		// 2. End the storage calls in flight (a read or commit stuck in an
-		// outage of remote storage) and wait for them.
+		// outage of remote storage) and wait for them: those of shared
+		// storage run under io, those of storage one process owns under mu.
 		c.cancel()
 		c.io.Lock()
 		c.io.Unlock() //nolint:staticcheck // an empty critical section is the barrier
+		c.mu.Lock()
+		c.mu.Unlock() //nolint:staticcheck // an empty critical section is the barrier
 		// 3. Give the partitions back.
 		c.closeErr = c.topic.leave(c.group, c)
 	})

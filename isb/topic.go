@@ -282,9 +282,10 @@ func (t *Topic[T]) Close() error {
 			}
 		}
 		// 6. Wait for reads, commits and releases in flight. A consumer
-		// reads and commits holding its io for reading and checks closed
-		// under it, so once Close has held the io of every consumer none
-		// can touch storage again (one created after the snapshot below
+		// reads and commits holding its io for reading (shared storage) or
+		// its mu (storage one process owns) and checks closed under it, so
+		// once Close has held both of every consumer none can touch storage
+		// again (one created after the snapshot below
 		// finds the topic closed). Group management holds t.io for reading.
 		t.mu.Lock()
 		cs := make([]*PullConsumer[T], 0, len(t.consumers))
@@ -295,6 +296,8 @@ func (t *Topic[T]) Close() error {
 		for _, c := range cs {
 			c.io.Lock()
 			c.io.Unlock() //nolint:staticcheck // an empty critical section is the barrier
+			c.mu.Lock()
+			c.mu.Unlock() //nolint:staticcheck // an empty critical section is the barrier
 		}
 		t.io.Lock()
 		defer t.io.Unlock()
