@@ -8,7 +8,7 @@ import "context"
 // On durable storage a write is done once flushed, and a flush costs about
 // as much for one message as for many. A loop that waited for each of its
 // writes would pay one flush after the other, and do nothing meanwhile.
-// Where the buffers stage writes (isb.StagedLog), or a reduce hands its
+// Where the buffers defer writes (isb.Caps.Deferred), or a reduce hands its
 // entries to the WAL without waiting (wal.AppendAsync), the loop hands its
 // work on to a completer instead, with the completion of the work's
 // writes, and goes on with the next:

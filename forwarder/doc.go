@@ -30,9 +30,9 @@
 // every goroutine has ended. Nothing else reports it. The replica stops in
 // ordered steps (see replica.drain).
 //
-// On durable storage a write is done once flushed, and a flush costs about
-// as much for one message as for many. Where the buffers stage writes
-// (isb.StagedLog), a source replica keeps several read batches and a map
+// On durable storage a write is done once flushed (or acknowledged by a
+// server), and a round trip costs about as much for one message as for
+// many. Where the buffers' writes complete later (isb.Caps.Deferred), a source replica keeps several read batches and a map
 // replica several chunks in flight: a write is staged, and the replica's
 // ordered completer waits for its flush, publishes its watermark and only
 // then acks it, in the order it was staged, while the loop goes on with
@@ -75,7 +75,6 @@
 // judged late on the watermark of one ahead.
 //
 // Watermarks plug in through the small interfaces of hooks.go; nil hooks
-// cost nothing. Storage with ack deadlines (isb.AckDeadlines) needs no
-// hook: the isb consumer keeps what it delivered in progress until it is
-// committed.
+// cost nothing. No storage redelivers on its own (positions are the
+// reader's, see isb/jetstream), so delivery needs no hook.
 package forwarder

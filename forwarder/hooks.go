@@ -125,8 +125,7 @@ type EndSource interface {
 }
 
 // Hooks are the optional extensions of one replica, all about watermarks.
-// Nil fields do nothing and cost nothing. Ack deadlines of storage that
-// redelivers (isb.AckDeadlines) are the isb consumer's concern, not a hook.
+// Nil fields do nothing and cost nothing.
 type Hooks struct {
 	Fetcher   WatermarkFetcher
 	Publisher WatermarkPublisher

@@ -14,7 +14,7 @@ import (
 // writes batch after batch from one goroutine: alone, it would pay one
 // flush per batch, one after the other, and no group flush can help it
 // (nobody else writes to its buffers meanwhile). When its edges stage
-// writes (isb.StagedLog), the replica keeps up to sourceStagedBatches
+// writes (isb.Caps.Deferred), the replica keeps up to sourceStagedBatches
 // batches in flight instead:
 //
 //	source loop   take a free batch, read, stamp, Writer.Stage (stored,

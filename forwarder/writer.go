@@ -108,7 +108,7 @@ func (w *Writer[T]) Write(ctx context.Context, msgs []vertex.Message[T], buf *Wr
 
 // Stage is Write that does not wait for durable storage to flush: it
 // returns once msgs are stored, in order after everything written before,
-// but not yet visible downstream (see isb.StagedLog), and Complete(buf)
+// but not yet visible downstream (see isb.Caps.Deferred), and Complete(buf)
 // waits for them. Edges that cannot stage (keyed, discarding, storage
 // without staging) are written as Write writes them. The watermarks of the
 // staged writes are published by Complete, with the replica's watermark as

@@ -23,36 +23,44 @@ type nullLog struct {
 	commit     atomic.Int64
 }
 
-func (b *nullBackend) Open(_ string, n int) error {
+func (b *nullBackend) Open(_ string, n int) (isb.Caps, error) {
 	for range n {
 		l := new(nullLog)
 		l.tail.Store(b.fill)
 		b.logs = append(b.logs, l)
 	}
-	return nil
+	return isb.Caps{}, nil
 }
-func (b *nullBackend) Partition(p int) isb.Log[int] { return b.logs[p] }
-func (b *nullBackend) Groups() []string             { return nil }
-func (b *nullBackend) DeleteGroup(string) error     { return nil }
-func (b *nullBackend) Close() error                 { return nil }
+func (b *nullBackend) Partition(p int) isb.Log[int]           { return b.logs[p] }
+func (b *nullBackend) Groups() ([]string, error)              { return nil, nil }
+func (b *nullBackend) DeleteGroup(string) error               { return nil }
+func (b *nullBackend) Claim(string, []int) (isb.Lease, error) { return isb.NoLease, nil }
+func (b *nullBackend) Close() error                           { return nil }
 
-func (l *nullLog) Append(items []int) (int64, error) {
-	return l.tail.Add(int64(len(items))) - int64(len(items)), nil
+func (l *nullLog) Append(items []int) (isb.Write, error) {
+	return isb.Completed(l.tail.Add(int64(len(items))) - 1), nil
 }
-func (l *nullLog) Read(off int64, max int, buf []int) ([]int, error) {
+func (l *nullLog) AppendOne(int) (isb.Write, error) {
+	return isb.Completed(l.tail.Add(1) - 1), nil
+}
+func (l *nullLog) Read(_ context.Context, off int64, max int, buf []int) ([]int, error) {
 	return buf[:min(int64(max), l.tail.Load()-off)], nil
 }
 func (l *nullLog) Head() int64 { return l.head.Load() }
 func (l *nullLog) Tail() int64 { return l.tail.Load() }
-func (l *nullLog) Commit(_ string, off int64) error {
+func (l *nullLog) Commit(_ context.Context, _ string, off int64) error {
 	l.commit.Store(off)
 	return nil
 }
-func (l *nullLog) Committed(string) (int64, bool) { return l.commit.Load(), l.commit.Load() > 0 }
+func (l *nullLog) Committed(string) (int64, bool, error) {
+	return l.commit.Load(), l.commit.Load() > 0, nil
+}
 func (l *nullLog) Release(off int64) error {
 	l.head.Store(off)
 	return nil
 }
+func (l *nullLog) Watch(func()) {}
+func (l *nullLog) Seal()        {}
 
 func benchTopic(b *testing.B, opts ...isb.TopicOption) *isb.Topic[int] {
 	tp, err := isb.NewTopic[int]("bench", &nullBackend{}, opts...)

@@ -17,19 +17,34 @@ var testHookBeforeArm func()
 
 // PullConsumer reads the partitions assigned to it within its group. One
 // goroutine at a time may call Pull and Skip. Commit and CommitTo may be
-// called from another goroutine, also while a Pull waits for data: a
-// blocked Pull holds no lock, so a commit never waits for new data. Close
-// may be called from any goroutine.
+// called from another goroutine, also while a Pull waits for data or reads:
+// no call to storage runs under the lock of the consumer's state, so a
+// commit never waits for new data, nor for a read stuck in an outage of
+// remote storage. Close may be called from any goroutine; it ends the
+// storage calls in flight (their context) and waits for them.
 type PullConsumer[T any] struct {
 	topic *Topic[T]
 	group *group
 	cfg   consumerConfig
 
-	// mu is held by Pull (except while it waits for data), Commit, CommitTo
-	// and Skip, so Close can wait for the one in flight: after Close
-	// returns this consumer never commits again, and the group may get a
-	// new consumer. Topic.Close waits for it too before it closes storage,
+	// ctx is passed to storage calls; Close and Topic.Close cancel it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// io is held for reading around every storage call (Read, Commit), so
+	// Close can wait for the ones in flight: after Close returns this
+	// consumer never touches storage again, and the group may get a new
+	// consumer. Topic.Close waits for it too before it closes storage,
 	// which is why reads and commits take no topic-wide lock.
+	io sync.RWMutex
+	// commitMu serializes commits (Log.Commit of one group and partition
+	// never overlaps), outside mu.
+	commitMu sync.Mutex
+	// lease is the consumer's claim of its partitions on shared storage
+	// (NoLease otherwise); Pull stops with ErrClaimLost when it is lost.
+	lease Lease
+
+	// mu guards the reading state below. It is held only between storage
+	// calls, never across one.
 	mu        sync.Mutex
 	first     int     // assigned partitions are first..first+len(next)-1
 	next      []int64 // per assigned partition: the delivered end (next offset to read)
@@ -46,13 +61,6 @@ type PullConsumer[T any] struct {
 	buf []T // Read's decode buffer, reused by every Pull
 
 	skipped atomic.Int64 // damaged records stepped past by Skip
-
-	// unclaim gives the consumer's partitions back to storage shared by
-	// processes (Membership); nil otherwise.
-	unclaim func() error
-	// upkeep is the consumer's ack-deadline goroutine (see deadlines.go);
-	// nil when no partition's storage has deadlines.
-	upkeep *upkeep
 
 	wake      chan struct{} // capacity 1: a producer's token for a waiting Pull (see waiters)
 	closed    atomic.Bool
@@ -163,9 +171,10 @@ func (t *Topic[T]) abandon(g *group, first, count, consumers int) {
 
 // newConsumer creates the consumer of g reading partitions
 // first..first+count-1 from the group's commits, after claiming them in
-// storage shared by processes (Membership).
+// storage shared by processes (Caps.Shared).
 func (t *Topic[T]) newConsumer(g *group, cfg consumerConfig, first, count int) (*PullConsumer[T], error) {
 	c := &PullConsumer[T]{
+		lease:     NoLease,
 		topic:     t,
 		group:     g,
 		cfg:       cfg,
@@ -178,19 +187,24 @@ func (t *Topic[T]) newConsumer(g *group, cfg consumerConfig, first, count int) (
 		wake:      make(chan struct{}, 1),
 		done:      make(chan struct{}),
 	}
-	if m, ok := t.backend.(Membership); ok {
+	if t.caps.Shared {
 		parts := make([]int, count)
 		for j := range parts {
 			parts[j] = first + j
 		}
-		unclaim, err := m.Claim(g.name, parts)
+		lease, err := t.backend.Claim(g.name, parts)
 		if err != nil {
 			return nil, fmt.Errorf("isb: topic %q: group %q claims partitions %d to %d: %w", t.name, g.name, first, first+count-1, err)
 		}
-		c.unclaim = unclaim
+		c.lease = lease
 	}
 	t.mu.Lock() // consumers is guarded by mu, the group's commits by every cmu
 	defer t.mu.Unlock()
+	if t.closed.Load() {
+		c.lease.Release() //nolint:errcheck // the topic is closing: its storage ends the claims
+		return nil, ErrClosed
+	}
+	c.ctx, c.cancel = context.WithCancel(t.ctx)
 	t.lockCommits()
 	defer t.unlockCommits()
 	for j := range count {
@@ -199,7 +213,6 @@ func (t *Topic[T]) newConsumer(g *group, cfg consumerConfig, first, count int) (
 		c.damaged[j] = -1
 	}
 	t.consumers[c] = struct{}{}
-	c.startUpkeep()
 	return c, nil
 }
 
@@ -231,8 +244,9 @@ func (c *PullConsumer[T]) Assigned() []int {
 //
 // A consumer with several partitions reads them round-robin, starting after
 // the one it read last and skipping empty ones. When ctx ends Pull returns
-// ctx.Err(); when the consumer or the topic is closed, ErrClosed. A pull
-// that returns an error delivers nothing.
+// ctx.Err(); when the consumer or the topic is closed, ErrClosed; when
+// shared storage took the consumer's claim away, ErrClaimLost. A pull that
+// returns an error delivers nothing.
 //
 // Reading a partition that fails (a damaged record: the error matches
 // ErrCorrupt) ends that partition's turn with a *ReadError naming the
@@ -240,15 +254,13 @@ func (c *PullConsumer[T]) Assigned() []int {
 // the consumer's other partitions keep flowing. The failing partition is
 // tried again in its next turn; Skip steps past a damaged record.
 func (c *PullConsumer[T]) Pull(ctx context.Context) (Batch[T], error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed.Load() || c.topic.closed.Load() {
-		return Batch[T]{}, ErrClosed
+	if err := c.usable(); err != nil {
+		return Batch[T]{}, err
 	}
 	// Calling Pull says the previous batch is done, even with a ctx that
 	// has ended: commit it first.
 	if !c.cfg.manualCommit {
-		if err := c.commitLastLocked(); err != nil {
+		if err := c.Commit(); err != nil {
 			return Batch[T]{}, err
 		}
 	}
@@ -257,7 +269,7 @@ func (c *PullConsumer[T]) Pull(ctx context.Context) (Batch[T], error) {
 	}
 	t := c.topic
 	for {
-		if b, ok, err := c.read(); ok || err != nil {
+		if b, ok, err := c.read(ctx); ok || err != nil {
 			return b, err
 		}
 		// Nothing to read: wait. arm before the re-check (see waiters).
@@ -265,18 +277,14 @@ func (c *PullConsumer[T]) Pull(ctx context.Context) (Batch[T], error) {
 			testHookBeforeArm()
 		}
 		c.arm()
-		b, ok, err := c.read()
+		b, ok, err := c.read(ctx)
 		if ok || err != nil {
 			c.disarm()
 			return b, err
 		}
-		// Wait without mu, so that Commit and CommitTo of this consumer
-		// (acks of earlier batches) go through while Pull is blocked: a
-		// commit never waits for data to arrive. Nothing of the consumer's
-		// reading state changes meanwhile (only Pull moves it), and Close
-		// still waits for whatever holds mu before storage closes: Pull
-		// checks closed again once it holds mu.
-		c.mu.Unlock()
+		// Nothing of the consumer's reading state changes while it waits
+		// (only Pull and Skip move it, from this goroutine), and Commit and
+		// CommitTo of earlier batches go through meanwhile.
 		select {
 		case <-c.wake:
 		case <-ctx.Done():
@@ -285,16 +293,35 @@ func (c *PullConsumer[T]) Pull(ctx context.Context) (Batch[T], error) {
 			err = ErrClosed
 		case <-t.done:
 			err = ErrClosed
+		case <-c.lease.Lost():
+			err = c.lostErr()
 		}
-		c.mu.Lock()
 		c.disarm()
 		if err != nil {
 			return Batch[T]{}, err
 		}
-		if c.closed.Load() || t.closed.Load() {
-			return Batch[T]{}, ErrClosed
+		if err := c.usable(); err != nil {
+			return Batch[T]{}, err
 		}
 	}
+}
+
+// usable returns ErrClosed once the consumer or the topic is closed, and
+// ErrClaimLost once shared storage took the consumer's claim away.
+func (c *PullConsumer[T]) usable() error {
+	if c.closed.Load() || c.topic.closed.Load() {
+		return ErrClosed
+	}
+	select {
+	case <-c.lease.Lost():
+		return c.lostErr()
+	default:
+		return nil
+	}
+}
+
+func (c *PullConsumer[T]) lostErr() error {
+	return fmt.Errorf("%w: group %q of topic %q, partitions %d to %d", ErrClaimLost, c.group.name, c.topic.name, c.first, c.first+len(c.next)-1)
 }
 
 // arm registers c's wake channel with the waiters of every partition it
@@ -318,45 +345,80 @@ func (c *PullConsumer[T]) disarm() {
 }
 
 // read returns a batch of the first non-empty assigned partition after the
-// one read last, or ok false when they are all empty.
-func (c *PullConsumer[T]) read() (b Batch[T], ok bool, err error) {
+// one read last, or ok false when they are all empty. It picks the
+// partition under mu, reads without it and records what it delivered under
+// it again: only Pull and Skip, on this goroutine, move the position.
+func (c *PullConsumer[T]) read(ctx context.Context) (b Batch[T], ok bool, err error) {
 	t := c.topic
+	c.mu.Lock()
 	n := len(c.next)
+	j, off := -1, int64(0)
 	for i := 1; i <= n; i++ {
-		j := (c.last + i) % n
-		part, off := c.first+j, c.next[j]
-		pt := t.parts[part]
-		if pt.log.Tail() <= off {
-			continue
+		k := (c.last + i) % n
+		if t.parts[c.first+k].log.Tail() > c.next[k] {
+			j, off = k, c.next[k]
+			break
 		}
-		// c.mu is held: Close waits for it before closing storage.
-		if t.closed.Load() {
-			return b, false, ErrClosed
-		}
-		items, err := pt.log.Read(off, c.cfg.batchSize, c.buf)
-		if err != nil {
-			// The error is this partition's turn: the next Pull starts
-			// after it, so one damaged partition never stops the others.
-			c.last = j
-			c.damaged[j] = -1
-			if errors.Is(err, ErrCorrupt) {
-				c.damaged[j] = off
-			}
-			return b, false, &ReadError{Topic: t.name, Partition: part, Offset: off, Err: err}
-		}
-		c.damaged[j] = -1
-		if len(items) == 0 {
-			// The Log contract promises at least one item below Tail;
-			// returning instead of skipping avoids spinning on it.
-			return b, false, fmt.Errorf("%w: topic %q partition %d: storage returned no item at offset %d below its tail",
-				ErrCorrupt, t.name, part, off)
-		}
-		c.last = j
-		c.next[j] = off + int64(len(items))
-		c.batch.valid, c.batch.part, c.batch.end = true, part, c.next[j]
-		return Batch[T]{Partition: part, Offset: off, Items: items}, true, nil
 	}
-	return b, false, nil
+	c.mu.Unlock()
+	if j < 0 {
+		return b, false, nil
+	}
+	part := c.first + j
+	items, err := c.readStorage(ctx, part, off)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last = j
+	c.damaged[j] = -1
+	if err != nil {
+		// The error is this partition's turn: the next Pull starts after
+		// it, so one damaged partition never stops the others.
+		if errors.Is(err, ErrClosed) || (ctx.Err() != nil && errors.Is(err, ctx.Err())) {
+			return b, false, err // not the partition's: the consumer or the call ended
+		}
+		if errors.Is(err, ErrCorrupt) {
+			c.damaged[j] = off
+		}
+		return b, false, &ReadError{Topic: t.name, Partition: part, Offset: off, Err: err}
+	}
+	if len(items) == 0 {
+		// The Log contract promises at least one item below Tail;
+		// returning instead of skipping avoids spinning on it.
+		return b, false, fmt.Errorf("%w: topic %q partition %d: storage returned no item at offset %d below its tail",
+			ErrCorrupt, t.name, part, off)
+	}
+	c.next[j] = off + int64(len(items))
+	c.batch.valid, c.batch.part, c.batch.end = true, part, c.next[j]
+	return Batch[T]{Partition: part, Offset: off, Items: items}, true, nil
+}
+
+// readStorage is one Log.Read of partition part at off under io. Storage
+// one process owns never blocks and gets the consumer's context as it is;
+// shared storage gets one that ends with ctx too, so a Pull whose ctx
+// ends does not wait for a read stuck in an outage.
+func (c *PullConsumer[T]) readStorage(ctx context.Context, part int, off int64) ([]T, error) {
+	c.io.RLock()
+	defer c.io.RUnlock()
+	if c.closed.Load() || c.topic.closed.Load() { // under io: see Close
+		return nil, ErrClosed
+	}
+	rctx := c.ctx
+	if c.topic.caps.Shared && ctx.Done() != nil {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithCancel(c.ctx)
+		defer context.AfterFunc(ctx, cancel)()
+		defer cancel()
+	}
+	items, err := c.topic.parts[part].log.Read(rctx, off, c.cfg.batchSize, c.buf)
+	switch {
+	case err == nil:
+	case c.ctx.Err() != nil:
+		return nil, ErrClosed
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	}
+	return items, err
 }
 
 // Commit commits the last pulled batch. After an empty or cancelled pull it
@@ -367,50 +429,75 @@ func (c *PullConsumer[T]) read() (b Batch[T], ok bool, err error) {
 // again (a no-op if it was committed) and never anything not delivered.
 func (c *PullConsumer[T]) Commit() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.commitLastLocked()
-}
-
-func (c *PullConsumer[T]) commitLastLocked() error {
-	if !c.batch.valid {
+	valid, part, end := c.batch.valid, c.batch.part, c.batch.end
+	c.mu.Unlock()
+	if !valid {
 		if c.closed.Load() {
 			return ErrClosed
 		}
 		return nil
 	}
-	return c.commitToLocked(c.batch.part, c.batch.end)
+	return c.CommitTo(part, end)
 }
 
 // CommitTo records that every offset below offset in partition is done. An
 // offset at or below the current commit is a no-op; one past what was
-// delivered is ErrCommitBeyondDelivered; a partition not owned is ErrNotAssigned.
+// delivered is ErrCommitBeyondDelivered; a partition not owned is
+// ErrNotAssigned. It returns once storage holds the commit (durable storage
+// persisted it).
 func (c *PullConsumer[T]) CommitTo(partition int, offset int64) error {
+	c.commitMu.Lock()
+	defer c.commitMu.Unlock()
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.commitToLocked(partition, offset)
+	j, err := c.checkCommit(partition, offset)
+	c.mu.Unlock()
+	if err != nil || j < 0 {
+		return err
+	}
+	if err := c.commitStorage(partition, offset); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.committed[j] = max(c.committed[j], offset)
+	c.mu.Unlock()
+	return nil
 }
 
-func (c *PullConsumer[T]) commitToLocked(partition int, offset int64) error {
+// checkCommit validates a commit of partition at offset under mu and
+// returns the partition's index, or -1 when the commit has nothing new.
+func (c *PullConsumer[T]) checkCommit(partition int, offset int64) (int, error) {
 	if c.closed.Load() {
-		return ErrClosed // the group may have a new consumer by now
+		return -1, ErrClosed // the group may have a new consumer by now
 	}
 	j := partition - c.first
 	if j < 0 || j >= len(c.next) {
-		return fmt.Errorf("%w: partition %d (consumer of group %q owns %d to %d)",
+		return -1, fmt.Errorf("%w: partition %d (consumer of group %q owns %d to %d)",
 			ErrNotAssigned, partition, c.group.name, c.first, c.first+len(c.next)-1)
 	}
 	if offset > c.next[j] {
-		return fmt.Errorf("%w: partition %d offset %d, delivered up to %d",
+		return -1, fmt.Errorf("%w: partition %d offset %d, delivered up to %d",
 			ErrCommitBeyondDelivered, partition, offset, c.next[j])
 	}
 	if offset <= c.committed[j] {
-		return nil
+		return -1, nil
 	}
-	if err := c.topic.commit(c.group, partition, offset); err != nil {
+	return j, nil
+}
+
+// commitStorage is the topic's commit of partition at offset under io,
+// refused once the consumer's claim is lost: another process may own the
+// partition now.
+func (c *PullConsumer[T]) commitStorage(partition int, offset int64) error {
+	c.io.RLock()
+	defer c.io.RUnlock()
+	if err := c.usable(); err != nil { // under io: see Close
 		return err
 	}
-	c.committed[j] = offset
-	return nil
+	err := c.topic.commit(c.ctx, c.group, partition, offset)
+	if err != nil && c.ctx.Err() != nil {
+		return ErrClosed
+	}
+	return err
 }
 
 // Committed returns the group's commit of partition as this consumer knows
@@ -441,26 +528,30 @@ func (c *PullConsumer[T]) Committed(partition int) (int64, error) {
 // one Skip each, each after the Pull that reports it.
 func (c *PullConsumer[T]) Skip(partition int) (int64, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed.Load() {
+		c.mu.Unlock()
 		return 0, ErrClosed
 	}
 	j := partition - c.first
 	if j < 0 || j >= len(c.next) {
+		c.mu.Unlock()
 		return 0, fmt.Errorf("%w: partition %d (consumer of group %q owns %d to %d)",
 			ErrNotAssigned, partition, c.group.name, c.first, c.first+len(c.next)-1)
 	}
 	off := c.damaged[j]
 	if off < 0 || off != c.next[j] {
+		c.mu.Unlock()
 		return 0, fmt.Errorf("%w: partition %d of topic %q at offset %d", ErrNotDamaged, partition, c.topic.name, c.next[j])
 	}
 	c.damaged[j] = -1
 	c.next[j] = off + 1
+	commitNow := c.committed[j] == off
+	c.mu.Unlock()
 	c.skipped.Add(1)
 	c.cfg.log.Warn("isb: skipped a damaged record",
 		zap.String("topic", c.topic.name), zap.String("group", c.group.name), zap.Int("partition", partition), zap.Int64("offset", off))
-	if c.committed[j] == off {
-		if err := c.commitToLocked(partition, off+1); err != nil {
+	if commitNow {
+		if err := c.CommitTo(partition, off+1); err != nil {
 			return off, err
 		}
 	}
@@ -477,16 +568,16 @@ func (c *PullConsumer[T]) Skipped() int64 { return c.skipped.Load() }
 // partitions back).
 func (c *PullConsumer[T]) Close() error {
 	c.closeOnce.Do(func() {
-		// 1. Mark closed and wake a blocked Pull, which then releases mu.
+		// 1. Mark closed and wake a blocked Pull.
 		c.closed.Store(true)
 		close(c.done)
-		// 2. Stop the ack-deadline upkeep: nothing is in progress any more.
-		c.upkeep.stop()
-		// 3. Wait for the Pull or commit in flight, then give the
-		// partitions back.
-		c.mu.Lock()
+		// 2. End the storage calls in flight (a read or commit stuck in an
+		// outage of remote storage) and wait for them.
+		c.cancel()
+		c.io.Lock()
+		c.io.Unlock() //nolint:staticcheck // an empty critical section is the barrier
+		// 3. Give the partitions back.
 		c.closeErr = c.topic.leave(c.group, c)
-		c.mu.Unlock()
 	})
 	return c.closeErr
 }

@@ -50,25 +50,27 @@
 // and *[PanicError].
 //
 // The storage is a [Backend]: isb/memory (the fast default) and isb/mmap
-// (durable, memory-mapped files), both owned by one process. Storage
-// packages depend on isb, never the reverse; each offers a constructor that
-// returns a *Topic[T]. Storage shared by processes (a remote log) plugs in
-// the same way and brings what one process cannot see, as optional
-// interfaces the topic detects: [Watched] (changes by other processes wake
-// blocked Pulls and producers), ErrFull from Append (limits the storage
-// enforces), [Membership] (with [Topic.JoinGroup], member i of n of a
-// group runs in each process) and [AckDeadlines] (the consumer keeps its
-// delivered, uncommitted items in progress). Commits are kept by the
-// storage in every mode. Durable storage that can split an append into a
-// copy and a later flush implements [StagedLog]: [Producer.StageTo] then
-// returns a [Pending] write, so that a producer writing batch after batch
-// from one goroutine overlaps each flush with its next writes (isb/mmap
-// does; memory has nothing to flush). isb/isbtest holds the suites every storage passes
-// (Log contract, behaviour, restart) and SharedStore, a test storage shared
-// by topic instances that implements all of these.
+// (durable, memory-mapped files), both owned by one process, and
+// isb/jetstream (NATS JetStream, shared by processes). Storage packages
+// depend on isb, never the reverse; each offers a constructor that returns
+// a *Topic[T]. What a storage can do it declares once, when it opens, in
+// [Caps]: appends safe from several goroutines (Concurrent), writes that
+// complete after Append returns (Deferred: [Producer.StageTo] then returns
+// a [Pending] write, so that a producer writing batch after batch from one
+// goroutine overlaps each flush or acknowledgement with its next writes),
+// storage other processes open too (Shared: their changes wake blocked
+// Pulls and producers through [Log.Watch], a member of a group claims its
+// partitions with [Backend.Claim] and stops with [ErrClaimLost] when its
+// [Lease] is lost, with [Topic.JoinGroup] member i of n runs in each
+// process) and limits the storage enforces (OwnsLimits: ErrFull from
+// Append, no Capacity gate in the topic). Every append returns a [Write],
+// its completion. Commits are kept by the storage in every mode. No call
+// to storage runs under a consumer's lock, and closing a consumer ends its
+// calls in flight. isb/isbtest holds the suites every storage passes (Log
+// contract, behaviour, restart, shared) and SharedStore, a test storage
+// shared by topic instances.
 //
 // Every storage mode reports an offset it cannot serve or accept with an
 // error matching [ErrOutOfRange], and a bad option with an *[OptionError],
-// the one option error of every runnel package. NATS JetStream as shared
-// storage is planned, not written yet.
+// the one option error of every runnel package.
 package isb

@@ -52,6 +52,11 @@ var (
 	// did not fail with ErrCorrupt at its next offset: Skip steps past
 	// damaged records only, never past data that can be delivered.
 	ErrNotDamaged = errors.New("isb: no damaged record to skip")
+	// ErrClaimLost is returned by Pull and commits of a consumer whose
+	// claim of its partitions storage shared by processes took away (a
+	// renewal that did not reach the server in time): another process may
+	// read them now, so this consumer stops. Close it and join again.
+	ErrClaimLost = errors.New("isb: claim of partitions lost")
 	// ErrPanic is matched by every *PanicError.
 	ErrPanic = errors.New("isb: handler panicked")
 )

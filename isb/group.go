@@ -1,6 +1,7 @@
 package isb
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -24,11 +25,18 @@ type group struct {
 // recoverGroups loads the groups the backend holds and sets every partition's
 // min, returning the capacity they use (the items not committed by all).
 // It runs in NewTopic, before the topic is shared.
-func (t *Topic[T]) recoverGroups() (used int64) {
-	for _, name := range t.backend.Groups() {
+func (t *Topic[T]) recoverGroups() (used int64, err error) {
+	names, err := t.backend.Groups()
+	if err != nil {
+		return 0, err
+	}
+	for _, name := range names {
 		g := &group{name: name, commits: make([]int64, len(t.parts)), claimed: make([]bool, len(t.parts))}
 		for p, pt := range t.parts {
-			off, ok := pt.log.Committed(name)
+			off, ok, err := pt.log.Committed(name)
+			if err != nil {
+				return 0, fmt.Errorf("partition %d: commit of group %q: %w", p, name, err)
+			}
 			// Clamp into what the storage holds: a commit below the head was
 			// released already, one past the tail cannot be honoured.
 			if h := pt.log.Head(); !ok || off < h {
@@ -51,7 +59,7 @@ func (t *Topic[T]) recoverGroups() (used int64) {
 		}
 		used += pt.log.Tail() - pt.min
 	}
-	return used
+	return used, nil
 }
 
 // join opens group for consumers new consumers that together read
@@ -82,8 +90,10 @@ func (t *Topic[T]) join(name string, first, count, consumers int) (*group, error
 				return nil, fmt.Errorf("%w: group %q of topic %q (partition %d is read by an open consumer)", ErrGroupInUse, name, t.name, p)
 			}
 		}
-		if t.shared {
-			t.refreshCommits(g, first, count)
+		if t.caps.Shared {
+			if err := t.refreshCommits(g, first, count); err != nil {
+				return nil, err
+			}
 		}
 		g.claim(first, count, true)
 		g.running += consumers
@@ -98,10 +108,14 @@ func (t *Topic[T]) join(name string, first, count, consumers int) (*group, error
 	defer t.unlockCommits()
 	for p, pt := range t.parts {
 		start := pt.log.Head()
-		if off, ok := pt.log.Committed(name); ok && off > start && off <= pt.log.Tail() {
+		off, ok, err := pt.log.Committed(name)
+		if err != nil {
+			return nil, fmt.Errorf("isb: topic %q partition %d: create group %q: read its commit: %w", t.name, p, name, err)
+		}
+		if ok && off > start && off <= pt.log.Tail() {
 			start = off
 		}
-		if err := pt.log.Commit(name, start); err != nil {
+		if err := pt.log.Commit(t.ctx, name, start); err != nil {
 			return nil, fmt.Errorf("isb: topic %q partition %d: create group %q at offset %d: %w", t.name, p, name, start, err)
 		}
 		g.commits[p] = start
@@ -122,10 +136,13 @@ func (t *Topic[T]) join(name string, first, count, consumers int) (*group, error
 // what storage holds, where another process committed past them. t.mu is
 // held. Only shared storage needs it: a topic that owns its storage made
 // every commit itself.
-func (t *Topic[T]) refreshCommits(g *group, first, count int) {
+func (t *Topic[T]) refreshCommits(g *group, first, count int) error {
 	for p := first; p < first+count; p++ {
 		pt := t.parts[p]
-		off, ok := pt.log.Committed(g.name)
+		off, ok, err := pt.log.Committed(g.name)
+		if err != nil {
+			return fmt.Errorf("isb: topic %q partition %d: join group %q: read its commit: %w", t.name, p, g.name, err)
+		}
 		if !ok {
 			continue
 		}
@@ -135,6 +152,7 @@ func (t *Topic[T]) refreshCommits(g *group, first, count int) {
 		}
 		pt.cmu.Unlock()
 	}
+	return nil
 }
 
 // claim marks partitions first..first+count-1 of g as read (or no longer
@@ -294,10 +312,8 @@ func (t *Topic[T]) leave(g *group, c *PullConsumer[T]) error {
 	g.claim(c.first, len(c.next), false)
 	delete(t.consumers, c)
 	t.mu.Unlock()
-	if c.unclaim != nil {
-		if err := c.unclaim(); err != nil {
-			return fmt.Errorf("isb: topic %q: group %q leaves partitions %d to %d: %w", t.name, g.name, c.first, c.first+len(c.next)-1, err)
-		}
+	if err := c.lease.Release(); err != nil {
+		return fmt.Errorf("isb: topic %q: group %q leaves partitions %d to %d: %w", t.name, g.name, c.first, c.first+len(c.next)-1, err)
 	}
 	return nil
 }
@@ -305,17 +321,17 @@ func (t *Topic[T]) leave(g *group, c *PullConsumer[T]) error {
 // commit stores g's commit of partition p at off (off greater than the
 // group's commit, at most what its consumer was delivered), then advances
 // the partition's min: capacity and storage are released as far as every
-// known group has committed. The committing consumer holds its mu, which
+// known group has committed. The committing consumer holds its io, which
 // Close waits for, and only partition p's bookkeeping is locked: consumers
 // of different partitions commit independently.
-func (t *Topic[T]) commit(g *group, p int, off int64) error {
+func (t *Topic[T]) commit(ctx context.Context, g *group, p int, off int64) error {
 	if t.closed.Load() {
 		return ErrClosed
 	}
 	pt := t.parts[p]
 	// Durable storage persists the commit here; the group's consumer
 	// serializes calls for its partitions, so they never overlap.
-	if err := pt.log.Commit(g.name, off); err != nil {
+	if err := pt.log.Commit(ctx, g.name, off); err != nil {
 		return fmt.Errorf("isb: topic %q partition %d: commit of group %q at offset %d: %w", t.name, p, g.name, off, err)
 	}
 

@@ -38,7 +38,7 @@ func TestStageToPublishesOnWait(t *testing.T) {
 	}
 	defer tp.Close()
 	if !tp.Stages() {
-		t.Fatal("Stages() = false on a StagedLog backend")
+		t.Fatal("Stages() = false on a backend whose writes are deferred (Caps.Deferred)")
 	}
 	c, err := tp.PullConsumer("g", isb.ManualCommit())
 	if err != nil {

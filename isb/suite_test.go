@@ -20,9 +20,9 @@ func TestSuite(t *testing.T) {
 	})
 }
 
-// TestSuiteStaged runs the storage suites on a backend that stages writes
-// (isb.StagedLog) and publishes each at once: the topic must behave the
-// same when its Appends are a Stage and a Publish.
+// TestSuiteStaged runs the storage suites on a backend whose writes are
+// deferred (isb.Caps.Deferred) and complete at once when waited: the topic
+// must behave the same when its Appends complete only at Write.Wait.
 func TestSuiteStaged(t *testing.T) {
 	isbtest.RunStorage(t, func(testing.TB) isbtest.Storage {
 		b := isbtest.NewStagedBackend[isbtest.Item]()

@@ -1,6 +1,7 @@
 package isb
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -21,9 +22,12 @@ type Topic[T any] struct {
 	rrMask  uint64 // partitions-1 when that is a power of two above 1, else 0
 	closed  atomic.Bool
 	done    chan struct{} // closed by Close: wakes blocked Pulls
-	// shared is set when storage is shared by processes (a Watched log or
-	// a Membership backend): commits are then read again on join.
-	shared bool
+	// ctx is the parent of every consumer's storage context; Close
+	// cancels it, ending reads and commits stuck in remote storage.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// caps is what the storage declared when it opened.
+	caps Caps
 	// room wakes producers that wait for storage enforcing its own limits
 	// to have room (see appendWhenRoom); storage changes signal it.
 	room    changes
@@ -56,15 +60,12 @@ type Topic[T any] struct {
 
 // partition is one Log with its writer lock and commit bookkeeping.
 type partition[T any] struct {
-	mu  sync.Mutex // serializes Append: the Log's single-writer guarantee (unused when clog is set)
-	one [1]T       // Append argument of single-item produce, guarded by mu (no allocation)
+	mu  sync.Mutex // serializes Append: the Log's single-writer guarantee (unused when Caps.Concurrent)
 	log Log[T]
-	// clog is log when it serializes its own appends: the topic then calls
-	// it without mu.
-	clog ConcurrentLog[T]
-	// slog is log when it stages writes (StagedLog). publishMu is held for
-	// reading around its Publish calls, which Close waits for.
-	slog      StagedLog[T]
+	// concurrent is Caps.Concurrent: the topic calls Append without mu.
+	concurrent bool
+	// publishMu is held for reading around the Wait of deferred writes
+	// (Caps.Deferred), which Close waits for.
 	publishMu sync.RWMutex
 	// waiters are the consumers waiting for this partition's next append.
 	waiters waiters
@@ -121,8 +122,14 @@ func NewTopic[T any](name string, backend Backend[T], opts ...TopicOption) (*Top
 	if backend == nil {
 		return nil, &OptionError{Option: "backend", Value: "nil", Reason: "must not be nil"}
 	}
-	if err := backend.Open(name, cfg.partitions); err != nil {
+	caps, err := backend.Open(name, cfg.partitions)
+	if err != nil {
 		return nil, fmt.Errorf("isb: topic %q: open storage: %w", name, err)
+	}
+	if caps.OwnsLimits && cfg.capacity > 0 {
+		err := &OptionError{Option: "Capacity", Value: cfg.capacity,
+			Reason: fmt.Sprintf("topic %q is stored where the storage enforces its own limits (shared by processes): set the limit on the storage", name)}
+		return nil, closeAfter(backend, err)
 	}
 	t := &Topic[T]{
 		name:      name,
@@ -132,41 +139,48 @@ func NewTopic[T any](name string, backend Backend[T], opts ...TopicOption) (*Top
 		groups:    make(map[string]*group),
 		consumers: make(map[*PullConsumer[T]]struct{}),
 		done:      make(chan struct{}),
+		caps:      caps,
 	}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.scratch.New = func() any { return new(batchScratch[T]) }
 	if n := cfg.partitions; n > 1 && n&(n-1) == 0 {
 		t.rrMask = uint64(n - 1)
 	}
-	_, t.shared = backend.(Membership)
 	for p := range t.parts {
-		log := backend.Partition(p)
-		clog, _ := log.(ConcurrentLog[T])
-		slog, _ := log.(StagedLog[T])
-		pt := &partition[T]{log: log, clog: clog, slog: slog, retain: math.MaxInt64}
+		pt := &partition[T]{log: backend.Partition(p), concurrent: caps.Concurrent, retain: math.MaxInt64}
 		t.parts[p] = pt
-		if w, ok := log.(Watched); ok {
-			// A change by any process wakes this partition's Pulls and the
-			// producers waiting for room, as this process's appends do.
-			t.shared = true
-			w.Watch(func() {
-				pt.waiters.notify()
-				t.room.signal()
-			})
-		}
+		// A change by another process wakes this partition's Pulls and the
+		// producers waiting for room, as this process's appends do.
+		pt.log.Watch(func() {
+			pt.waiters.notify()
+			t.room.signal()
+		})
 	}
-	used := t.recoverGroups()
+	used, err := t.recoverGroups()
+	if err != nil {
+		return nil, closeAfter(backend, fmt.Errorf("isb: topic %q: recover groups: %w", name, err))
+	}
 	if cfg.capacity > 0 {
 		if used > maxCapacity {
 			err := fmt.Errorf("isb: topic %q: storage holds %d uncommitted items, more than a bounded topic can count (%d)", name, used, int64(maxCapacity))
-			if cerr := backend.Close(); cerr != nil {
-				err = errors.Join(err, cerr)
-			}
-			return nil, err
+			return nil, closeAfter(backend, err)
 		}
 		t.gate = newGate(cfg.capacity, used, cfg.partitions)
 	}
 	return t, nil
 }
+
+// closeAfter closes a backend NewTopic opened and will not use, joining
+// its error to err.
+func closeAfter[T any](b Backend[T], err error) error {
+	if cerr := b.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	return err
+}
+
+// Caps returns what the topic's storage declared when it opened.
+func (t *Topic[T]) Caps() Caps { return t.caps }
 
 // Name returns the topic's name.
 func (t *Topic[T]) Name() string { return t.name }
@@ -243,34 +257,35 @@ func (t *Topic[T]) Close() error {
 		if t.gate != nil {
 			t.gate.close()
 		}
-		// 3. Wake every blocked Pull: it returns ErrClosed.
+		// 3. Wake every blocked Pull (it returns ErrClosed) and end the
+		// storage calls of consumers in flight.
 		close(t.done)
+		t.cancel()
 		// 4. Wait for appends in flight and stop new ones. A producer
 		// checks closed while it holds its partition's lock, so once Close
 		// has held each lock no Append can run or start; a log that
-		// serializes its own appends is sealed instead.
+		// serializes its own appends is sealed, which waits for them.
 		for _, pt := range t.parts {
-			if pt.clog != nil {
-				pt.clog.Seal()
-				continue
+			if !pt.concurrent {
+				pt.mu.Lock()
+				pt.mu.Unlock() //nolint:staticcheck // an empty critical section is the barrier
 			}
-			pt.mu.Lock()
-			pt.mu.Unlock() //nolint:staticcheck // an empty critical section is the barrier
+			pt.log.Seal()
 		}
-		// 5. Wait for the publishes of staged writes in flight: a
+		// 5. Wait for the completions of deferred writes in flight: a
 		// Pending's Wait checks closed under publishMu, so none starts
 		// after this.
-		for _, pt := range t.parts {
-			if pt.slog != nil {
+		if t.caps.Deferred {
+			for _, pt := range t.parts {
 				pt.publishMu.Lock()
 				pt.publishMu.Unlock() //nolint:staticcheck // an empty critical section is the barrier
 			}
 		}
 		// 6. Wait for reads, commits and releases in flight. A consumer
-		// reads and commits holding its mu and checks closed under it, so
-		// once Close has held the mu of every consumer none can touch
-		// storage again (one created after the snapshot below finds the
-		// topic closed). Group management holds io for reading.
+		// reads and commits holding its io for reading and checks closed
+		// under it, so once Close has held the io of every consumer none
+		// can touch storage again (one created after the snapshot below
+		// finds the topic closed). Group management holds t.io for reading.
 		t.mu.Lock()
 		cs := make([]*PullConsumer[T], 0, len(t.consumers))
 		for c := range t.consumers {
@@ -278,8 +293,8 @@ func (t *Topic[T]) Close() error {
 		}
 		t.mu.Unlock()
 		for _, c := range cs {
-			c.mu.Lock()
-			c.mu.Unlock() //nolint:staticcheck // an empty critical section is the barrier
+			c.io.Lock()
+			c.io.Unlock() //nolint:staticcheck // an empty critical section is the barrier
 		}
 		t.io.Lock()
 		defer t.io.Unlock()

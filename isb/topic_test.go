@@ -89,9 +89,9 @@ type faultyBackend struct {
 
 var errStorage = errors.New("disk on fire")
 
-func (b *faultyBackend) Open(topic string, n int) error {
+func (b *faultyBackend) Open(topic string, n int) (isb.Caps, error) {
 	if b.openErr != nil {
-		return b.openErr
+		return isb.Caps{}, b.openErr
 	}
 	return b.SliceBackend.Open(topic, n)
 }
@@ -105,25 +105,32 @@ type faultyLog struct {
 	b *faultyBackend
 }
 
-func (l faultyLog) Append(items []int) (int64, error) {
+func (l faultyLog) Append(items []int) (isb.Write, error) {
 	if l.b.failAppend.Load() {
-		return 0, errStorage
+		return isb.Write{}, errStorage
 	}
 	return l.Log.Append(items)
 }
 
-func (l faultyLog) Read(off int64, max int, buf []int) ([]int, error) {
+func (l faultyLog) AppendOne(item int) (isb.Write, error) {
+	if l.b.failAppend.Load() {
+		return isb.Write{}, errStorage
+	}
+	return l.Log.AppendOne(item)
+}
+
+func (l faultyLog) Read(ctx context.Context, off int64, max int, buf []int) ([]int, error) {
 	if l.b.failRead.Load() {
 		return nil, errStorage
 	}
-	return l.Log.Read(off, max, buf)
+	return l.Log.Read(ctx, off, max, buf)
 }
 
-func (l faultyLog) Commit(g string, off int64) error {
+func (l faultyLog) Commit(ctx context.Context, g string, off int64) error {
 	if l.b.failCmt.Load() {
 		return errStorage
 	}
-	return l.Log.Commit(g, off)
+	return l.Log.Commit(ctx, g, off)
 }
 
 // TestStorageErrors: storage failures reach the caller wrapped with the

@@ -17,25 +17,30 @@ type stubLog struct {
 	items []int
 }
 
-func (b *stubBackend) Open(_ string, n int) error {
+func (b *stubBackend) Open(_ string, n int) (Caps, error) {
 	for range n {
 		b.logs = append(b.logs, &stubLog{})
 	}
-	return nil
+	return Caps{}, nil
 }
-func (b *stubBackend) Partition(p int) Log[int] { return b.logs[p] }
-func (b *stubBackend) Groups() []string         { return nil }
-func (b *stubBackend) DeleteGroup(string) error { return nil }
-func (b *stubBackend) Close() error             { return nil }
+func (b *stubBackend) Partition(p int) Log[int]           { return b.logs[p] }
+func (b *stubBackend) Groups() ([]string, error)          { return nil, nil }
+func (b *stubBackend) DeleteGroup(string) error           { return nil }
+func (b *stubBackend) Claim(string, []int) (Lease, error) { return NoLease, nil }
+func (b *stubBackend) Close() error                       { return nil }
 
-func (l *stubLog) Append(items []int) (int64, error) {
+func (l *stubLog) Append(items []int) (Write, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.items = append(l.items, items...)
-	return int64(len(l.items) - len(items)), nil
+	return Completed(int64(len(l.items) - 1)), nil
 }
 
-func (l *stubLog) Read(off int64, max int, buf []int) ([]int, error) {
+func (l *stubLog) AppendOne(item int) (Write, error) { return l.Append([]int{item}) }
+func (l *stubLog) Watch(func())                      {}
+func (l *stubLog) Seal()                             {}
+
+func (l *stubLog) Read(_ context.Context, off int64, max int, buf []int) ([]int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return buf[:copy(buf[:max], l.items[off:])], nil
@@ -49,9 +54,9 @@ func (l *stubLog) Tail() int64 {
 	return int64(len(l.items))
 }
 
-func (l *stubLog) Commit(string, int64) error     { return nil }
-func (l *stubLog) Committed(string) (int64, bool) { return 0, false }
-func (l *stubLog) Release(int64) error            { return nil }
+func (l *stubLog) Commit(context.Context, string, int64) error { return nil }
+func (l *stubLog) Committed(string) (int64, bool, error)       { return 0, false, nil }
+func (l *stubLog) Release(int64) error                         { return nil }
 
 // TestPullSeesProduceBeforeArm produces in the window between Pull's empty
 // read and its arming of the signal, where notify finds no waiter: the

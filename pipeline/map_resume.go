@@ -108,6 +108,6 @@ func persistedCommit[T any](l isb.Log[T], group string) int64 {
 		c, _ := g.persisted(group)
 		return c
 	}
-	c, _ := l.Committed(group)
+	c, _, _ := l.Committed(group) // an error: the head, where a read-back starts
 	return c
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -199,7 +200,7 @@ func (b *inputBuffer[T]) readBack(log *zap.Logger, start []int64, prepare func([
 			from = head
 		}
 		for off := from; off < tail; {
-			got, err := l.Read(off, len(buf), buf)
+			got, err := l.Read(context.Background(), off, len(buf), buf)
 			if errors.Is(err, isb.ErrCorrupt) {
 				off++
 				continue

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"time"
@@ -66,9 +67,12 @@ func newGroupCommits[T any](b isb.Backend[T], every time.Duration) *groupCommits
 }
 
 // Open opens the backend and starts the goroutine that persists commits.
-func (g *groupCommits[T]) Open(topic string, partitions int) error {
-	if err := g.Backend.Open(topic, partitions); err != nil {
-		return err
+// It declares what the backend declared: the wrapper changes when commits
+// are persisted, nothing of what storage can do.
+func (g *groupCommits[T]) Open(topic string, partitions int) (isb.Caps, error) {
+	caps, err := g.Backend.Open(topic, partitions)
+	if err != nil {
+		return caps, err
 	}
 	g.opened = true
 	g.logs = make([]*groupCommitLog[T], partitions)
@@ -76,57 +80,12 @@ func (g *groupCommits[T]) Open(topic string, partitions int) error {
 		g.logs[i] = &groupCommitLog[T]{Log: g.Backend.Partition(i), owner: g, want: map[string]int64{}, release: -1, done: map[string]int64{}}
 	}
 	go g.loop()
-	return nil
+	return caps, nil
 }
 
-// Partition returns partition p with deferred commits. A log that
-// serializes its own appends (isb/mmap's does, so that concurrent writers
-// share a flush) stays an isb.ConcurrentLog: the topic would otherwise hold
-// its partition lock across each Append and its flush. A log that stages
-// writes (isb/mmap's does, so that a source's flushes overlap its next
-// writes) stays an isb.StagedLog.
-func (g *groupCommits[T]) Partition(p int) isb.Log[T] {
-	l := g.logs[p]
-	c, concurrent := l.Log.(isb.ConcurrentLog[T])
-	s, staged := l.Log.(isb.StagedLog[T])
-	switch {
-	case concurrent && staged:
-		return concurrentStagedCommitLog[T]{concurrentCommitLog[T]{l, c}, s}
-	case concurrent:
-		return concurrentCommitLog[T]{l, c}
-	case staged:
-		return stagedCommitLog[T]{l, s}
-	}
-	return l
-}
-
-// concurrentCommitLog is a groupCommitLog over an isb.ConcurrentLog.
-type concurrentCommitLog[T any] struct {
-	*groupCommitLog[T]
-	c isb.ConcurrentLog[T]
-}
-
-func (l concurrentCommitLog[T]) AppendOne(item T) (int64, error) { return l.c.AppendOne(item) }
-func (l concurrentCommitLog[T]) Seal()                           { l.c.Seal() }
-
-// stagedCommitLog is a groupCommitLog over an isb.StagedLog.
-type stagedCommitLog[T any] struct {
-	*groupCommitLog[T]
-	s isb.StagedLog[T]
-}
-
-func (l stagedCommitLog[T]) Stage(items []T) (int64, error) { return l.s.Stage(items) }
-func (l stagedCommitLog[T]) Publish(end int64) error        { return l.s.Publish(end) }
-
-// concurrentStagedCommitLog is a groupCommitLog over a log that is both
-// (isb/mmap's).
-type concurrentStagedCommitLog[T any] struct {
-	concurrentCommitLog[T]
-	s isb.StagedLog[T]
-}
-
-func (l concurrentStagedCommitLog[T]) Stage(items []T) (int64, error) { return l.s.Stage(items) }
-func (l concurrentStagedCommitLog[T]) Publish(end int64) error        { return l.s.Publish(end) }
+// Partition returns partition p with deferred commits; every other call
+// goes to the backend's log as it is.
+func (g *groupCommits[T]) Partition(p int) isb.Log[T] { return g.logs[p] }
 
 // loop persists every interval until Close.
 func (g *groupCommits[T]) loop() {
@@ -159,7 +118,7 @@ func (g *groupCommits[T]) persist() error {
 		l.mu.Unlock()
 		failed := false
 		for group, off := range want {
-			if err := l.Log.Commit(group, off); err != nil {
+			if err := l.Log.Commit(context.Background(), group, off); err != nil {
 				errs = append(errs, err)
 				failed = true
 				continue
@@ -227,7 +186,7 @@ func (g *groupCommits[T]) Close() error {
 
 // Commit records the commit for the next pass. It fails once a pass has
 // failed, so a reader learns that storage is failing.
-func (l *groupCommitLog[T]) Commit(group string, offset int64) error {
+func (l *groupCommitLog[T]) Commit(_ context.Context, group string, offset int64) error {
 	if err := l.owner.failed(); err != nil {
 		return err
 	}
@@ -240,12 +199,12 @@ func (l *groupCommitLog[T]) Commit(group string, offset int64) error {
 }
 
 // Committed returns the group's latest commit, persisted or not.
-func (l *groupCommitLog[T]) Committed(group string) (int64, bool) {
+func (l *groupCommitLog[T]) Committed(group string) (int64, bool, error) {
 	l.mu.Lock()
 	off, ok := l.want[group]
 	l.mu.Unlock()
 	if ok {
-		return off, true
+		return off, true, nil
 	}
 	return l.Log.Committed(group)
 }
@@ -260,9 +219,9 @@ func (l *groupCommitLog[T]) persisted(group string) (int64, bool) {
 	if ok {
 		return off, true
 	}
-	off, ok = l.Log.Committed(group)
-	if !ok {
-		return off, false // the head: no commit yet
+	off, ok, err := l.Log.Committed(group)
+	if err != nil || !ok {
+		return off, false // the head: no commit yet (or none storage can tell)
 	}
 	l.mu.Lock()
 	off = max(off, l.done[group]) // a pass may have persisted a later one meanwhile

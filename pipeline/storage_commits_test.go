@@ -51,10 +51,10 @@ func TestGroupCommitsPersistOnCloseAndDeferRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := g.logs[0]
-	if off, ok := log.Committed("g"); !ok || off != 1500 {
+	if off, ok, err := log.Committed("g"); err != nil || !ok || off != 1500 {
 		t.Fatalf("Committed = %d, %v; want the recorded 1500", off, ok)
 	}
-	if off, ok := log.Log.Committed("g"); ok {
+	if off, ok, err := log.Log.Committed("g"); err != nil || ok {
 		t.Fatalf("storage holds commit %d before any pass", off)
 	}
 	if head := log.Log.Head(); head != 0 {
@@ -63,7 +63,7 @@ func TestGroupCommitsPersistOnCloseAndDeferRelease(t *testing.T) {
 	if err := g.persist(); err != nil {
 		t.Fatal(err)
 	}
-	if off, ok := log.Log.Committed("g"); !ok || off != 1500 {
+	if off, ok, err := log.Log.Committed("g"); err != nil || !ok || off != 1500 {
 		t.Fatalf("stored commit after a pass = %d, %v; want 1500", off, ok)
 	}
 	if head := log.Log.Head(); head == 0 || head > 1500 {
@@ -110,7 +110,7 @@ func TestGroupCommitsDeleteGroupDropsPending(t *testing.T) {
 	if err := g.persist(); err != nil {
 		t.Fatal(err)
 	}
-	if off, ok := g.logs[0].Committed("gone"); ok {
+	if off, ok, err := g.logs[0].Committed("gone"); err != nil || ok {
 		t.Fatalf("a deleted group's pending commit %d was persisted", off)
 	}
 	if err := topic.Close(); err != nil {
@@ -123,7 +123,7 @@ type failingLog struct{ isb.Log[int] }
 
 var errDisk = errors.New("disk on fire")
 
-func (failingLog) Commit(string, int64) error { return errDisk }
+func (failingLog) Commit(context.Context, string, int64) error { return errDisk }
 
 type failingBackend struct{ isb.Backend[int] }
 
@@ -210,7 +210,7 @@ func TestPersistedCommitIsWhatStorageHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := g.Partition(0) // the log the pipeline's buffer reads back
-	if off, _ := l.Committed("g"); off != 60 {
+	if off, _, _ := l.Committed("g"); off != 60 {
 		t.Fatalf("Committed = %d, want the recorded 60", off)
 	}
 	if off := persistedCommit(l, "g"); off != 0 {

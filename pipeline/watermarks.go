@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -162,6 +161,11 @@ func newVertexWatermarks(rt *runtime, store watermark.Store, n *node) (*vertexWa
 		f, err := watermark.NewFetcher(store, watermark.FetcherConfig{
 			Edges: edges, Partitions: n.in.assigned(r), HeartbeatTimeout: c.HeartbeatTimeout,
 			Clock: c.Clock, Logger: rt.log.With(zap.String("vertex", n.name), zap.Int("replica", r)),
+			// A watch the store could not keep up (a deleted bucket, a
+			// closed connection, a permission) leaves the vertex's
+			// watermark frozen: fail the run with it rather than go on
+			// with windows that never close.
+			OnFailure: func(err error) { rt.fail(&VertexError{Vertex: n.name, Err: err}) },
 		})
 		if err != nil {
 			return nil, err
@@ -171,11 +175,18 @@ func newVertexWatermarks(rt *runtime, store watermark.Store, n *node) (*vertexWa
 	return vw, nil
 }
 
+// watermarkStopTimeout bounds how long the end of a run waits for the
+// store to take the publishers' last WMBs (the final ones among them) and
+// heartbeat deletions: a store that is down must not hold Run.
+const watermarkStopTimeout = 10 * time.Second
+
 // stopWatermarks stops every publisher (flushing its WMBs and deleting its
-// heartbeat) and every fetcher of built. Stop errors are logged: the
-// pipeline's outcome does not depend on them.
+// heartbeat) and every fetcher of built, waiting for the store at most
+// watermarkStopTimeout in all. Stop errors are logged: the pipeline's
+// outcome does not depend on them.
 func (p *Pipeline) stopWatermarks(rt *runtime, built []*vertexWatermarks) {
-	ctx := context.WithoutCancel(rt.hard)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(rt.hard), watermarkStopTimeout)
+	defer cancel()
 	for _, vw := range built {
 		if vw == nil {
 			continue
@@ -208,7 +219,6 @@ func (p *Pipeline) watermarks() []*vertexWatermarks {
 // forwarder.IdlePublisher and forwarder.EndPublisher.
 type replicaPublisher struct {
 	pub   *watermark.Publisher
-	ctx   context.Context // the run's hard context: WMBs outlive a soft stop
 	log   *zap.Logger
 	edges map[string]*publishedEdge // by destination vertex
 	order []*publishedEdge          // the same, in a stable order
@@ -227,7 +237,7 @@ func newReplicaPublisher(rt *runtime, store watermark.Store, n *node, r int) (*r
 	if err != nil {
 		return nil, err
 	}
-	rp := &replicaPublisher{ctx: rt.hard, log: rt.log.With(zap.String("processor", name)), edges: map[string]*publishedEdge{}}
+	rp := &replicaPublisher{log: rt.log.With(zap.String("processor", name)), edges: map[string]*publishedEdge{}}
 	var pe []watermark.PublisherEdge
 	for _, e := range n.outs {
 		b, err := watermark.EdgeBucket(n.name, e.to.name)
@@ -257,8 +267,9 @@ func newReplicaPublisher(rt *runtime, store watermark.Store, n *node, r int) (*r
 	return rp, nil
 }
 
-// Publish implements forwarder.WatermarkPublisher. A store error is
-// logged: a WMB not published only holds watermarks back.
+// Publish implements forwarder.WatermarkPublisher. It never waits for the
+// store (the publisher's goroutine puts the WMB, retrying while the store
+// fails); an error is a bad argument, logged.
 func (rp *replicaPublisher) Publish(to string, partition int, offset int64, wm time.Time) {
 	e := rp.edges[to]
 	if e == nil {
@@ -268,22 +279,23 @@ func (rp *replicaPublisher) Publish(to string, partition int, offset int64, wm t
 	if wm.IsZero() {
 		return // nothing to say yet
 	}
-	if err := rp.pub.Publish(rp.ctx, e.bucket, partition, offset, wm); err != nil {
+	if err := rp.pub.Publish(e.bucket, partition, offset, wm); err != nil {
 		rp.log.Warn("watermark publish", zap.String("edge", e.bucket), zap.Int("partition", partition), zap.Error(err))
 	}
 }
 
 // PublishEnd implements forwarder.EndPublisher: the replica ended its
 // output on partition with an end-of-stream message at offset, and its
-// final WMB there is watermark.Max. A store error is logged: the readers
-// still end (they learn of the end from the message), only the watermark of
-// the processors that go on is held back.
+// final WMB there is watermark.Max. It never waits for the store: the
+// publisher's goroutine puts the WMB, retrying while the store fails, and
+// its Stop at the end of the run puts it if the goroutine could not (the
+// readers end either way: they learn of the end from the message).
 func (rp *replicaPublisher) PublishEnd(to string, partition int, offset int64) {
 	e := rp.edges[to]
 	if e == nil {
 		return // cannot happen: the writer ends only rp's edges
 	}
-	if err := rp.pub.PublishEnd(rp.ctx, e.bucket, partition, offset); err != nil {
+	if err := rp.pub.PublishEnd(e.bucket, partition, offset); err != nil {
 		rp.log.Warn("final watermark publish", zap.String("edge", e.bucket), zap.Int("partition", partition), zap.Error(err))
 	}
 }
@@ -315,7 +327,7 @@ func (rp *replicaPublisher) Idle(ctx context.Context, wm time.Time, write forwar
 				if wm.IsZero() {
 					continue
 				}
-				if err := rp.pub.PublishIdle(ctx, e.bucket, part, step.Offset, wm); err != nil && !errors.Is(err, context.Canceled) {
+				if err := rp.pub.PublishIdle(e.bucket, part, step.Offset, wm); err != nil {
 					rp.log.Warn("idle watermark publish", zap.String("edge", e.bucket), zap.Int("partition", part), zap.Error(err))
 				}
 			}

@@ -139,7 +139,7 @@ func BenchmarkPublish(b *testing.B) {
 				if c.advance {
 					wm = base.Add(time.Duration(off))
 				}
-				if err := p.Publish(ctx, "e", 0, off, wm); err != nil {
+				if err := p.Publish("e", 0, off, wm); err != nil {
 					b.Fatal(err)
 				}
 				off++

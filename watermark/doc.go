@@ -9,7 +9,11 @@
 // A [Publisher] (one per processor) publishes WMBs, throttled and never
 // backwards, heartbeats on its own goroutine, and publishes idle WMBs capped
 // by the oldest in-flight watermark, so an idle watermark never overtakes a
-// message still being processed.
+// message still being processed. Publishing never waits for the store: a
+// WMB goes into its partition's slot (a newer one replaces it there) and
+// the publisher's goroutine puts it, retrying while the store fails, so a
+// store that is down holds watermarks back, never the data path. Stop
+// (and Flush) put what is left, within their context.
 //
 // A [Fetcher] (one per reader) watches the buckets of its incoming edges and
 // keeps, per upstream processor and partition, an offset timeline of the
@@ -18,7 +22,9 @@
 // is the minimum over live processors of the newest timeline watermark whose
 // offset is below o; the vertex watermark is the minimum over edges and
 // partitions and never decreases. Processors whose heartbeats stop are
-// dropped after a timeout.
+// dropped after a timeout. A watch the store cannot keep up fails the
+// fetcher (FetcherConfig.OnFailure, Fetcher.Err): its watermark would
+// otherwise stand still for good.
 //
 // Sources compute their watermark with [Source]: per source partition the
 // minimum event time of each batch minus a maximum delay, advanced while the
@@ -50,7 +56,7 @@
 //
 // Writer (one Publisher per replica, Processor = ProcessorName(vertex,
 // replica), Edges = its outgoing buckets, InFlight = the tracker's
-// LowestWatermark): Start; after writing to a partition, Publish(ctx, bucket,
+// LowestWatermark): Start; after writing to a partition, Publish(bucket,
 // partition, highest offset written, replica watermark) and IdleManager.Wrote;
 // periodically, for each partition not written, IdleManager.Next: on
 // IdleWriteControl write one control message and call ControlWritten with its
@@ -61,7 +67,7 @@
 // came from) and Source.IdleAdvanceInput for the inputs the batch did not
 // come from.
 //
-// End of stream: a writer that ends its output calls PublishEnd(ctx, bucket,
+// End of stream: a writer that ends its output calls PublishEnd(bucket,
 // partition, offset of its end-of-stream message) for each partition; an
 // exhausted source partition calls Source.End; a reader calls
 // EndPartition(partition) once every upstream processor ended the partition.

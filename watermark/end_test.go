@@ -33,7 +33,25 @@ func TestTinyThrottleSleepsWhileNothingAdvances(t *testing.T) {
 	must(t, err)
 	must(t, p.Start(t.Context()))
 	defer func() { must(t, p.Stop(t.Context())) }()
-	must(t, p.Publish(t.Context(), "e", 0, 1, ms(100)))
+	stored := func(want WMB) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			var w WMB
+			if b, err := store.Get(t.Context(), "e", wmbKey("map-0", 0)); err == nil {
+				must(t, w.UnmarshalBinary(b))
+				if w == want {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("WMB %v was never published (stored %v)", want, w)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	must(t, p.Publish("e", 0, 1, ms(100)))
+	stored(WMB{Offset: 1, Watermark: ms(100)}) // the goroutine put it
 
 	idle := func(what string) {
 		t.Helper()
@@ -47,21 +65,8 @@ func TestTinyThrottleSleepsWhileNothingAdvances(t *testing.T) {
 
 	// The fake clock stands still, so this advance comes within the
 	// throttle of the last put: it is kept, and the goroutine publishes it.
-	must(t, p.Publish(t.Context(), "e", 0, 2, ms(200)))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, err := store.Get(t.Context(), "e", wmbKey("map-0", 0))
-		must(t, err)
-		var w WMB
-		must(t, w.UnmarshalBinary(b))
-		if w == (WMB{Offset: 2, Watermark: ms(200)}) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the kept WMB was never published (stored %v)", w)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	must(t, p.Publish("e", 0, 2, ms(200)))
+	stored(WMB{Offset: 2, Watermark: ms(200)})
 	idle("after the kept WMB was published")
 }
 
@@ -69,13 +74,14 @@ func TestTinyThrottleSleepsWhileNothingAdvances(t *testing.T) {
 // once even inside the throttle, and nothing moves it back.
 func TestPublishEnd(t *testing.T) {
 	fx := newPubFixture(t, PublisherConfig{Throttle: time.Minute})
-	must(t, fx.p.Publish(fx.ctx, "map-sink", 1, 4, ms(100)))
-	must(t, fx.p.Publish(fx.ctx, "map-sink", 1, 5, ms(200))) // kept by the throttle
+	must(t, fx.p.Publish("map-sink", 1, 4, ms(100)))
 	fx.wantStored(1, WMB{Offset: 4, Watermark: ms(100), Partition: 1})
-	must(t, fx.p.PublishEnd(fx.ctx, "map-sink", 1, 6))
+	must(t, fx.p.Publish("map-sink", 1, 5, ms(200))) // kept by the throttle
+	fx.wantStored(1, WMB{Offset: 4, Watermark: ms(100), Partition: 1})
+	must(t, fx.p.PublishEnd("map-sink", 1, 6))
 	fx.wantStored(1, WMB{Offset: 6, Watermark: Max, Idle: true, Partition: 1})
-	must(t, fx.p.Publish(fx.ctx, "map-sink", 1, 7, ms(300)))
-	must(t, fx.p.PublishIdle(fx.ctx, "map-sink", 1, 7, ms(300)))
+	must(t, fx.p.Publish("map-sink", 1, 7, ms(300)))
+	must(t, fx.p.PublishIdle("map-sink", 1, 7, ms(300)))
 	must(t, fx.p.Flush(fx.ctx))
 	if w, _ := fx.stored(1); !w.Watermark.Equal(Max) {
 		t.Fatalf("after the end, stored %v: the watermark moved back from Max", w)

@@ -31,8 +31,15 @@ func Example() {
 		pubs = append(pubs, p)
 	}
 	// map-0 wrote offsets up to 4 with watermark 100s, map-1 up to 7 at 90s.
-	_ = pubs[0].Publish(ctx, "map-sink", 0, 4, at(100))
-	_ = pubs[1].Publish(ctx, "map-sink", 0, 7, at(90))
+	_ = pubs[0].Publish("map-sink", 0, 4, at(100))
+	_ = pubs[1].Publish("map-sink", 0, 7, at(90))
+	// Publish never waits for the store; Flush does, so the fetcher
+	// started next finds both WMBs.
+	for _, p := range pubs {
+		if err := p.Flush(ctx); err != nil {
+			panic(err)
+		}
+	}
 
 	f, err := watermark.NewFetcher(store, watermark.FetcherConfig{Edges: []string{"map-sink"}, Partitions: []int{0}})
 	if err != nil {

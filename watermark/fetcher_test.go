@@ -229,7 +229,10 @@ func TestFetcherWithStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Stop(ctx)
-	if err := a.Publish(ctx, "e", 0, 10, ms(100)); err != nil {
+	if err := a.Publish("e", 0, 10, ms(100)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Flush(ctx); err != nil { // the WMB is in the store
 		t.Fatal(err)
 	}
 

@@ -34,7 +34,7 @@ func TestIdleFlow(t *testing.T) {
 
 	// Both partitions get data with watermark 100.
 	for p := range 2 {
-		must(t, pub.Publish(ctx, "map-sink", p, 0, ms(100)))
+		must(t, pub.Publish("map-sink", p, 0, ms(100)))
 		must(t, idle.Wrote(p))
 	}
 	waitFor(t, f, func() bool { f.Fetch(0, 1); return f.FetchIdle(1, 1).Equal(ms(100)) })
@@ -43,7 +43,7 @@ func TestIdleFlow(t *testing.T) {
 	// watermark 300 is in flight upstream.
 	must(t, tr.Insert(0, 7, ms(300), struct{}{}))
 	clock.Advance(time.Second)
-	must(t, pub.Publish(ctx, "map-sink", 0, 5, ms(900)))
+	must(t, pub.Publish("map-sink", 0, 5, ms(900)))
 	must(t, idle.Wrote(0))
 	step, err := idle.Next(1)
 	must(t, err)
@@ -57,7 +57,7 @@ func TestIdleFlow(t *testing.T) {
 		t.Fatalf("Next(1) = %+v, want publish-idle at 1", step)
 	}
 	// The vertex watermark upstream is 900, but 300 is still in flight.
-	must(t, pub.PublishIdle(ctx, "map-sink", 1, step.Offset, ms(900)))
+	must(t, pub.PublishIdle("map-sink", 1, step.Offset, ms(900)))
 	// Downstream read partition 0 up to 6, and the control message of
 	// partition 1; its empty reads then see the idle WMB.
 	if w, _ := pub.Latest("map-sink", 1); w != (WMB{Offset: 1, Watermark: ms(300), Idle: true, Partition: 1}) {
@@ -67,11 +67,11 @@ func TestIdleFlow(t *testing.T) {
 
 	// Once the message is acked the idle watermark catches up.
 	tr.Delete(0, 7)
-	must(t, pub.PublishIdle(ctx, "map-sink", 1, step.Offset, ms(900)))
+	must(t, pub.PublishIdle("map-sink", 1, step.Offset, ms(900)))
 	waitFor(t, f, func() bool { return f.FetchIdle(1, 2).Equal(ms(900)) })
 
 	// Data on partition 1 again: normal WMBs resume.
-	must(t, pub.Publish(ctx, "map-sink", 1, 2, ms(950)))
+	must(t, pub.Publish("map-sink", 1, 2, ms(950)))
 	must(t, idle.Wrote(1))
 	if s, _ := idle.Next(1); s.Action != IdleNothing {
 		t.Fatalf("Next(1) after data = %+v", s)

@@ -50,7 +50,8 @@ type PublisherConfig struct {
 	InFlight func() (wm time.Time, ok bool)
 	// Clock is the publisher's clock (time.Now when nil).
 	Clock Clock
-	// Logger reports failed background puts; nil logs nothing.
+	// Logger reports background puts that fail (once when they start
+	// failing, once when they succeed again); nil logs nothing.
 	Logger *zap.Logger
 }
 
@@ -63,21 +64,33 @@ type publisherConfig struct {
 	log       *zap.Logger
 }
 
-// Publisher publishes one processor's WMBs and heartbeats. Publish and
-// PublishIdle are safe for concurrent use (the writer's workers call them);
-// per partition, WMBs reach the store in order and never move backwards.
+// Publisher publishes one processor's WMBs and heartbeats. Publish,
+// PublishIdle and PublishEnd are safe for concurrent use (the writer's
+// workers call them) and never wait for the store: they record the WMB in
+// its partition's slot, where a newer WMB replaces one not yet put (only
+// the latest matters: WMBs never move backwards), and the publisher's
+// goroutine puts it (see publisher_drain.go). A store that is down
+// therefore holds watermarks back but never the data path. Per partition,
+// WMBs reach the store in order and never move backwards: only the holder
+// of putMu puts them.
 type Publisher struct {
 	store Store
 	cfg   publisherConfig
 	edges map[string]*pubEdge // immutable after NewPublisher
 	order []*pubEdge          // the same edges in configuration order
 	life  lifecycle
+	// due wakes the goroutine when a partition's WMB becomes due (capacity
+	// 1: one wake-up covers every partition that became due before it).
+	due chan struct{}
 	// kept wakes the goroutine when a WMB is kept under the throttle, so
 	// that it publishes it Throttle later. armed is set by the publish that
 	// sends on kept and cleared when the timer fires: one wake-up per
 	// Throttle however many publishes are kept, not one per publish.
 	kept  chan struct{}
 	armed atomic.Bool
+	// putMu is held across every put of a WMB (the goroutine's, Flush's),
+	// so two puts of one key never race and land out of order.
+	putMu sync.Mutex
 }
 
 type pubEdge struct {
@@ -85,17 +98,20 @@ type pubEdge struct {
 	parts  []pubPartition
 }
 
-// pubPartition is the publishing state of one partition. mu is held across
-// the store put so that two workers cannot put one key out of order.
+// pubPartition is the publishing state of one partition: the slot of its
+// latest WMB. mu is held only to read or change these fields, never across
+// a put.
 type pubPartition struct {
 	mu          sync.Mutex
-	latest      WMB       // newest accepted WMB (published or pending)
+	latest      WMB       // newest accepted WMB (in the store or pending)
 	has         bool      // latest is set
 	pending     bool      // latest is not in the store yet
-	publishedAt time.Time // clock at the last put
-	idle        bool      // the last put was an idle WMB
+	due         bool      // pending and not held by the throttle: put it at once
+	gen         uint64    // counts accepted WMBs: a put that ends after a newer one was accepted leaves that one pending
+	publishedAt time.Time // clock when the last put was taken
+	idle        bool      // the last put taken was an idle WMB
 	key         string
-	buf         []byte // encoding buffer; Store.Put copies the value
+	buf         []byte // encoding buffer, guarded by Publisher.putMu; Store.Put copies the value
 }
 
 // NewPublisher validates cfg and returns a publisher into store. Start it to
@@ -127,7 +143,7 @@ func NewPublisher(store Store, cfg PublisherConfig) (*Publisher, error) {
 	if len(cfg.Edges) == 0 {
 		return nil, fmt.Errorf("%w: PublisherConfig.Edges is empty", ErrInvalidConfig)
 	}
-	p := &Publisher{store: store, cfg: c, edges: map[string]*pubEdge{}, kept: make(chan struct{}, 1)}
+	p := &Publisher{store: store, cfg: c, edges: map[string]*pubEdge{}, due: make(chan struct{}, 1), kept: make(chan struct{}, 1)}
 	for i, e := range cfg.Edges {
 		if err := validBucket(e.Bucket); err != nil {
 			return nil, fmt.Errorf("%w: PublisherConfig.Edges[%d]: %w", ErrInvalidConfig, i, err)
@@ -150,10 +166,11 @@ func NewPublisher(store Store, cfg PublisherConfig) (*Publisher, error) {
 }
 
 // Start puts the first heartbeat into every edge's bucket, then starts the
-// goroutine that heartbeats every HeartbeatInterval and publishes a WMB
-// kept by the throttle Throttle after it was kept. Stop ends it. Start after Start or Stop is
-// ErrStarted. A failed first heartbeat is returned and the goroutine is not
-// started; Stop the publisher all the same.
+// goroutine that puts the WMBs published (and, Throttle after it was kept,
+// a WMB kept by the throttle) and heartbeats every HeartbeatInterval. Stop
+// ends it. Start after Start or Stop is ErrStarted. A failed first
+// heartbeat is returned and the goroutine is not started; Stop the
+// publisher all the same. Until Start, WMBs wait in their slots for Flush.
 func (p *Publisher) Start(ctx context.Context) error {
 	runCtx, err := p.life.start()
 	if err != nil {
@@ -166,57 +183,11 @@ func (p *Publisher) Start(ctx context.Context) error {
 	return nil
 }
 
-// run is the publisher's goroutine. Its cadence uses real timers; what it
-// does (heartbeat, Flush) uses the configured clock, and tests call those
-// directly.
-//
-// A throttled WMB is published by a timer armed when it is kept, not by a
-// ticker: a ticker at a tiny Throttle (time.Nanosecond, to publish every
-// advance) kept a core busy flushing nothing. Now the goroutine sleeps
-// between heartbeats unless a WMB waits.
-func (p *Publisher) run(ctx context.Context) {
-	hb := time.NewTicker(p.cfg.interval)
-	defer hb.Stop()
-	flush := time.NewTimer(time.Hour)
-	flush.Stop()
-	defer flush.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hb.C:
-			if err := p.heartbeat(ctx); err != nil && ctx.Err() == nil {
-				p.cfg.log.Warn("watermark: heartbeat failed", zap.String("processor", p.cfg.processor), zap.Error(err))
-			}
-		case <-p.kept:
-			flush.Reset(p.cfg.throttle)
-		case <-flush.C:
-			// Cleared before the flush: a WMB kept from here on arms the
-			// timer again (at worst it is also in this flush).
-			p.armed.Store(false)
-			if err := p.Flush(ctx); err != nil && ctx.Err() == nil {
-				p.cfg.log.Warn("watermark: publishing throttled WMBs failed", zap.String("processor", p.cfg.processor), zap.Error(err))
-			}
-		}
-	}
-}
-
-// heartbeat puts the processor's heartbeat into every edge's bucket.
-func (p *Publisher) heartbeat(ctx context.Context) error {
-	v := encodeHeartbeat(p.cfg.clock())
-	key := heartbeatKey(p.cfg.processor)
-	var errs []error
-	for _, e := range p.order {
-		if err := p.store.Put(ctx, e.bucket, key, v); err != nil {
-			errs = append(errs, fmt.Errorf("watermark: heartbeat of %q into bucket %q: %w", p.cfg.processor, e.bucket, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// Stop ends the goroutine and waits for it, publishes pending WMBs, and
-// deletes the heartbeat so fetchers drop this processor at once instead of
-// after their timeout. Only the first call does this; later calls return nil.
+// Stop ends the goroutine and waits for it, puts the pending WMBs (the
+// final ones of ended partitions among them) and deletes the heartbeat so
+// fetchers drop this processor at once instead of after their timeout. It
+// waits for the store no longer than ctx: bound it, or a store that is
+// down holds Stop. Only the first call does this; later calls return nil.
 func (p *Publisher) Stop(ctx context.Context) error {
 	if !p.life.stop() {
 		return nil
@@ -251,10 +222,10 @@ func (p *Publisher) partition(edge string, partition int) (*pubEdge, *pubPartiti
 // wm below the partition's last is raised to it (never backwards); a wm that
 // does not advance publishes nothing (unless the partition was idle: it
 // becomes active again); an advance within Throttle of the last put is kept
-// pending. It returns the store's error, or ErrUnknownEdge, ErrPartition or
-// ErrRange for a bad argument.
-func (p *Publisher) Publish(ctx context.Context, edge string, partition int, offset int64, wm time.Time) error {
-	return p.publish(ctx, edge, partition, offset, wm, false)
+// pending. It never waits for the store (see Publisher) and returns only
+// ErrUnknownEdge, ErrPartition or ErrRange, for a bad argument.
+func (p *Publisher) Publish(edge string, partition int, offset int64, wm time.Time) error {
+	return p.publish(edge, partition, offset, wm, false)
 }
 
 // PublishIdle publishes an idle WMB for partition of edge at offset, the
@@ -262,29 +233,31 @@ func (p *Publisher) Publish(ctx context.Context, edge string, partition int, off
 // capped by the lowest in-flight watermark (PublisherConfig.InFlight), so an
 // idle watermark never passes a message still being processed; when the cap
 // would move the partition backwards, nothing is published. Idle WMBs are
-// not throttled.
-func (p *Publisher) PublishIdle(ctx context.Context, edge string, partition int, offset int64, wm time.Time) error {
+// not throttled. Like Publish, it never waits for the store.
+func (p *Publisher) PublishIdle(edge string, partition int, offset int64, wm time.Time) error {
 	if p.cfg.inFlight != nil {
 		if low, ok := p.cfg.inFlight(); ok && low.Before(wm) {
 			wm = low
 		}
 	}
-	return p.publish(ctx, edge, partition, offset, wm, true)
+	return p.publish(edge, partition, offset, wm, true)
 }
 
 // PublishEnd publishes the final WMB of partition of edge, which the
 // processor will never write again: it ended its stream there with an
 // end-of-stream control message at offset. The WMB carries [Max], is idle
-// (the processor stopped writing) and is put at once, neither throttled nor
+// (the processor stopped writing) and is due at once, neither throttled nor
 // capped by InFlight (an ended processor holds nothing in flight), so a
 // processor that ends while others go on no longer holds its readers'
-// watermark at its last event time.
-func (p *Publisher) PublishEnd(ctx context.Context, edge string, partition int, offset int64) error {
-	return p.publish(ctx, edge, partition, offset, Max, true)
+// watermark at its last event time. Like Publish, it never waits for the
+// store: the goroutine puts it, retrying while the store fails, and Stop
+// puts it if the goroutine could not.
+func (p *Publisher) PublishEnd(edge string, partition int, offset int64) error {
+	return p.publish(edge, partition, offset, Max, true)
 }
 
-func (p *Publisher) publish(ctx context.Context, edge string, partition int, offset int64, wm time.Time, idle bool) error {
-	e, s, err := p.partition(edge, partition)
+func (p *Publisher) publish(edge string, partition int, offset int64, wm time.Time, idle bool) error {
+	_, s, err := p.partition(edge, partition)
 	if err != nil {
 		return err
 	}
@@ -296,10 +269,10 @@ func (p *Publisher) publish(ctx context.Context, edge string, partition int, off
 	}
 	w := WMB{Offset: offset, Watermark: wm, Idle: idle, Partition: int32(partition)}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.has {
 		if wm.Before(s.latest.Watermark) {
 			if idle {
+				s.mu.Unlock()
 				return nil // capped below what downstream has: say nothing
 			}
 			w.Watermark = s.latest.Watermark
@@ -308,54 +281,32 @@ func (p *Publisher) publish(ctx context.Context, edge string, partition int, off
 			w.Offset = s.latest.Offset // a late worker: keep the newest offset
 		}
 		if w.Watermark.Equal(s.latest.Watermark) && idle == s.latest.Idle && (!idle || w.Offset == s.latest.Offset) {
+			s.mu.Unlock()
 			return nil // nothing downstream does not know
 		}
 	}
-	s.latest, s.has = w, true
+	s.latest, s.has, s.pending = w, true, true
+	s.gen++
 	now := p.cfg.clock()
-	if p.cfg.throttle > 0 && !idle && !s.idle && !s.publishedAt.IsZero() && now.Sub(s.publishedAt) < p.cfg.throttle {
-		s.pending = true
+	held := p.cfg.throttle > 0 && !idle && !s.idle && !s.publishedAt.IsZero() && now.Sub(s.publishedAt) < p.cfg.throttle
+	wake := !held && !s.due // a due slot already has its wake-up
+	if wake {
+		s.due = true
+	}
+	arm := held && !s.due
+	s.mu.Unlock()
+	switch {
+	case wake:
+		select {
+		case p.due <- struct{}{}:
+		default: // a wake-up is pending already; it drains this slot too
+		}
+	case arm:
 		if !p.armed.Load() && p.armed.CompareAndSwap(false, true) {
 			p.kept <- struct{}{} // never blocks: only the arming publish sends
 		}
-		return nil
 	}
-	s.pending = true
-	return p.put(ctx, e, s, now)
-}
-
-// put writes s.latest. s.mu must be held. On failure the WMB stays pending
-// and the next Publish, Flush or Stop retries it.
-func (p *Publisher) put(ctx context.Context, e *pubEdge, s *pubPartition, now time.Time) error {
-	v, err := s.latest.AppendBinary(s.buf[:0])
-	if err != nil {
-		return err // unreachable: publish checked every field
-	}
-	s.buf = v
-	if err := p.store.Put(ctx, e.bucket, s.key, v); err != nil {
-		return fmt.Errorf("watermark: publishing %v of %q into bucket %q: %w", s.latest, p.cfg.processor, e.bucket, err)
-	}
-	s.pending, s.publishedAt, s.idle = false, now, s.latest.Idle
 	return nil
-}
-
-// Flush publishes every pending (throttled) WMB now.
-func (p *Publisher) Flush(ctx context.Context) error {
-	var errs []error
-	now := p.cfg.clock()
-	for _, e := range p.order {
-		for i := range e.parts {
-			s := &e.parts[i]
-			s.mu.Lock()
-			if s.pending {
-				if err := p.put(ctx, e, s, now); err != nil {
-					errs = append(errs, err)
-				}
-			}
-			s.mu.Unlock()
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // Latest returns the newest WMB accepted for partition of edge (published,

@@ -36,9 +36,15 @@ func newPubFixture(t *testing.T, cfg PublisherConfig) *pubFixture {
 	return fx
 }
 
-// stored returns the WMB in the store for partition of the default edge.
+// stored returns the WMB in the store for partition of the default edge,
+// after a round of the publisher's goroutine (run here, the fixture does
+// not Start it): what Publish made due is in the store, what the throttle
+// keeps is not.
 func (fx *pubFixture) stored(partition int) (WMB, bool) {
 	fx.t.Helper()
+	if err := fx.p.drain(fx.ctx, false, true); err != nil {
+		fx.t.Fatal(err)
+	}
 	b, err := fx.store.Get(fx.ctx, "map-sink", wmbKey("map-0", partition))
 	if errors.Is(err, ErrNotFound) {
 		return WMB{}, false
@@ -63,13 +69,13 @@ func (fx *pubFixture) wantStored(partition int, want WMB) {
 
 func TestPublishNeverBackwards(t *testing.T) {
 	fx := newPubFixture(t, PublisherConfig{})
-	must(t, fx.p.Publish(fx.ctx, "map-sink", 1, 10, ms(200)))
+	must(t, fx.p.Publish("map-sink", 1, 10, ms(200)))
 	fx.wantStored(1, WMB{Offset: 10, Watermark: ms(200), Partition: 1})
-	must(t, fx.p.Publish(fx.ctx, "map-sink", 1, 11, ms(100))) // backwards: nothing new
+	must(t, fx.p.Publish("map-sink", 1, 11, ms(100))) // backwards: nothing new
 	fx.wantStored(1, WMB{Offset: 10, Watermark: ms(200), Partition: 1})
-	must(t, fx.p.Publish(fx.ctx, "map-sink", 1, 12, ms(300)))
+	must(t, fx.p.Publish("map-sink", 1, 12, ms(300)))
 	fx.wantStored(1, WMB{Offset: 12, Watermark: ms(300), Partition: 1})
-	must(t, fx.p.Publish(fx.ctx, "map-sink", 1, 11, ms(400))) // a late worker's lower offset
+	must(t, fx.p.Publish("map-sink", 1, 11, ms(400))) // a late worker's lower offset
 	fx.wantStored(1, WMB{Offset: 12, Watermark: ms(400), Partition: 1})
 	if _, ok := fx.stored(0); ok {
 		t.Fatal("partition 0 has a WMB but was never written")
@@ -78,11 +84,11 @@ func TestPublishNeverBackwards(t *testing.T) {
 
 func TestPublishThrottle(t *testing.T) {
 	fx := newPubFixture(t, PublisherConfig{Throttle: 100 * time.Millisecond})
-	must(t, fx.p.Publish(fx.ctx, "map-sink", 0, 1, ms(100)))
+	must(t, fx.p.Publish("map-sink", 0, 1, ms(100)))
 	fx.wantStored(0, WMB{Offset: 1, Watermark: ms(100)})
 	fx.clock.Advance(10 * time.Millisecond)
-	must(t, fx.p.Publish(fx.ctx, "map-sink", 0, 2, ms(200)))
-	must(t, fx.p.Publish(fx.ctx, "map-sink", 0, 3, ms(300)))
+	must(t, fx.p.Publish("map-sink", 0, 2, ms(200)))
+	must(t, fx.p.Publish("map-sink", 0, 3, ms(300)))
 	fx.wantStored(0, WMB{Offset: 1, Watermark: ms(100)}) // held back
 	if w, _ := fx.p.Latest("map-sink", 0); w != (WMB{Offset: 3, Watermark: ms(300)}) {
 		t.Fatalf("Latest = %v", w)
@@ -91,22 +97,22 @@ func TestPublishThrottle(t *testing.T) {
 	fx.wantStored(0, WMB{Offset: 3, Watermark: ms(300)})
 	// The flush restarted the interval; after it, a publish goes through.
 	fx.clock.Advance(100 * time.Millisecond)
-	must(t, fx.p.Publish(fx.ctx, "map-sink", 0, 4, ms(400)))
+	must(t, fx.p.Publish("map-sink", 0, 4, ms(400)))
 	fx.wantStored(0, WMB{Offset: 4, Watermark: ms(400)})
 }
 
 func TestPublishIdleAndResume(t *testing.T) {
 	fx := newPubFixture(t, PublisherConfig{Throttle: time.Minute})
-	must(t, fx.p.Publish(fx.ctx, "map-sink", 0, 5, ms(100)))
-	must(t, fx.p.PublishIdle(fx.ctx, "map-sink", 0, 6, ms(150))) // not throttled
+	must(t, fx.p.Publish("map-sink", 0, 5, ms(100)))
+	must(t, fx.p.PublishIdle("map-sink", 0, 6, ms(150))) // not throttled
 	fx.wantStored(0, WMB{Offset: 6, Watermark: ms(150), Idle: true})
-	must(t, fx.p.PublishIdle(fx.ctx, "map-sink", 0, 6, ms(250)))
+	must(t, fx.p.PublishIdle("map-sink", 0, 6, ms(250)))
 	fx.wantStored(0, WMB{Offset: 6, Watermark: ms(250), Idle: true})
-	must(t, fx.p.PublishIdle(fx.ctx, "map-sink", 0, 6, ms(200))) // backwards: nothing
+	must(t, fx.p.PublishIdle("map-sink", 0, 6, ms(200))) // backwards: nothing
 	fx.wantStored(0, WMB{Offset: 6, Watermark: ms(250), Idle: true})
 	// Data again, even at the same watermark and inside the throttle
 	// interval: the partition is active at once.
-	must(t, fx.p.Publish(fx.ctx, "map-sink", 0, 7, ms(250)))
+	must(t, fx.p.Publish("map-sink", 0, 7, ms(250)))
 	fx.wantStored(0, WMB{Offset: 7, Watermark: ms(250)})
 }
 
@@ -118,11 +124,11 @@ func TestIdleNeverPassesInFlight(t *testing.T) {
 	tr := tracker.New[int](1)
 	fx := newPubFixture(t, PublisherConfig{InFlight: tr.LowestWatermark})
 	must(t, tr.Insert(0, 41, ms(100), 0))
-	must(t, fx.p.PublishIdle(fx.ctx, "map-sink", 1, 9, ms(500)))
+	must(t, fx.p.PublishIdle("map-sink", 1, 9, ms(500)))
 	fx.wantStored(1, WMB{Offset: 9, Watermark: ms(100), Idle: true, Partition: 1})
 	// The message is acked: the idle watermark may now advance.
 	tr.Delete(0, 41)
-	must(t, fx.p.PublishIdle(fx.ctx, "map-sink", 1, 9, ms(500)))
+	must(t, fx.p.PublishIdle("map-sink", 1, 9, ms(500)))
 	fx.wantStored(1, WMB{Offset: 9, Watermark: ms(500), Idle: true, Partition: 1})
 }
 
@@ -142,9 +148,9 @@ func TestPublisherStartStop(t *testing.T) {
 			t.Fatalf("heartbeat in %s = %v, %v", bucket, at, err)
 		}
 	}
-	must(t, fx.p.Publish(fx.ctx, "a", 0, 1, ms(10)))
+	must(t, fx.p.Publish("a", 0, 1, ms(10)))
 	fx.clock.Advance(time.Millisecond)
-	must(t, fx.p.Publish(fx.ctx, "a", 0, 2, ms(20))) // pending under the throttle
+	must(t, fx.p.Publish("a", 0, 2, ms(20))) // pending under the throttle
 	if err := fx.p.Start(fx.ctx); !errors.Is(err, ErrStarted) {
 		t.Fatalf("second Start = %v, want ErrStarted", err)
 	}
@@ -174,13 +180,13 @@ func TestPublishErrors(t *testing.T) {
 		want error
 		text string
 	}{
-		{"unknown edge", fx.p.Publish(fx.ctx, "nope", 0, 1, ms(1)), ErrUnknownEdge,
+		{"unknown edge", fx.p.Publish("nope", 0, 1, ms(1)), ErrUnknownEdge,
 			`watermark: unknown edge: publisher "map-0" has no edge "nope"`},
-		{"partition", fx.p.Publish(fx.ctx, "map-sink", 2, 1, ms(1)), ErrPartition,
+		{"partition", fx.p.Publish("map-sink", 2, 1, ms(1)), ErrPartition,
 			`watermark: partition out of range: edge "map-sink" partition 2, want 0..1`},
-		{"offset", fx.p.Publish(fx.ctx, "map-sink", 0, -1, ms(1)), ErrRange,
+		{"offset", fx.p.Publish("map-sink", 0, -1, ms(1)), ErrRange,
 			`watermark: value out of range: edge "map-sink" partition 0: offset -1 is negative`},
-		{"time", fx.p.PublishIdle(fx.ctx, "map-sink", 0, 1, time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)), ErrRange, ""},
+		{"time", fx.p.PublishIdle("map-sink", 0, 1, time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)), ErrRange, ""},
 	}
 	for _, c := range cases {
 		if !errors.Is(c.err, c.want) || (c.text != "" && c.err.Error() != c.text) {
@@ -249,7 +255,7 @@ func TestPublishConcurrentNeverBackwards(t *testing.T) {
 		wg.Go(func() {
 			for i := range 500 {
 				n := int64(i*4 + g)
-				if err := fx.p.Publish(fx.ctx, "map-sink", 0, n, ms(n)); err != nil {
+				if err := fx.p.Publish("map-sink", 0, n, ms(n)); err != nil {
 					t.Error(err)
 					return
 				}
@@ -257,7 +263,7 @@ func TestPublishConcurrentNeverBackwards(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	must(t, fx.p.Publish(fx.ctx, "map-sink", 0, 2000, ms(2000))) // a final, known value
+	must(t, fx.p.Publish("map-sink", 0, 2000, ms(2000))) // a final, known value
 	fx.wantStored(0, WMB{Offset: 2000, Watermark: ms(2000)})
 	got := <-seen
 	cancel()

@@ -22,10 +22,14 @@ type Store interface {
 	Delete(ctx context.Context, bucket, key string) error
 	// Watch yields the current value of every key of bucket (one OpPut
 	// each), then one OpSynced, then every later change, in the order the
-	// changes were made. It ends when ctx ends (without error) or when the
-	// watch fails: the last pair then carries the error. A watcher that
-	// falls behind may see only the latest change of a key (changes are
-	// coalesced per key), never a change out of order.
+	// changes were made. A watcher that falls behind may see only the
+	// latest change of a key (changes are coalesced per key), never a
+	// change out of order. It ends when ctx ends (without error) or when
+	// the watch cannot go on: the last pair then carries the error. A
+	// store heals inside Watch what heals (a connection that reconnects, a
+	// server that restarts), going on from the last change delivered; so
+	// an error is final, and a Fetcher fails with it rather than watch
+	// again.
 	Watch(ctx context.Context, bucket string) iter.Seq2[Update, error]
 }
 

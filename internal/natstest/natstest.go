@@ -25,8 +25,9 @@ import (
 // for concurrent use (a test may restart it while other goroutines load
 // it), except that Start's options are fixed once it returns.
 type Server struct {
-	t   testing.TB
-	dir string
+	t      testing.TB
+	dir    string
+	adjust func(*server.Options)
 	// name, cluster and routes are set for a member of a Cluster; cluster
 	// is the cluster's name, "" for a server alone.
 	name    string
@@ -46,6 +47,11 @@ type Option func(*Server)
 // directory: a test that restarts a server of its own on data another one
 // left uses it.
 func Dir(dir string) Option { return func(s *Server) { s.dir = dir } }
+
+// ServerOptions lets f change the server's options (users and their
+// permissions, say) before every start; Host, Port, JetStream and StoreDir
+// are set already and should stay.
+func ServerOptions(f func(*server.Options)) Option { return func(s *Server) { s.adjust = f } }
 
 // Start starts a server and registers its shutdown with t's cleanup. It
 // fails t when the server does not start.
@@ -84,6 +90,9 @@ func (s *Server) start() error {
 	if s.cluster != "" {
 		opts.Cluster = server.ClusterOpts{Name: s.cluster, Host: "127.0.0.1", Port: orRandom(s.clusterPort)}
 		opts.Routes = s.routes
+	}
+	if s.adjust != nil {
+		s.adjust(opts)
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {

@@ -112,7 +112,7 @@ func (s suite) consumerCloseWakesPull(t *testing.T) {
 // storage error from a call racing the storage's Close.
 func (s suite) closeUnderLoad(t *testing.T) {
 	ctx := testContext(t)
-	tp := s.topic(t, isb.Partitions(3), isb.Capacity(50))
+	tp := s.boundedTopic(t, 50, isb.Partitions(3))
 	errs := make(chan error, 64)
 	check := func(what string, err error) bool {
 		if err == nil {

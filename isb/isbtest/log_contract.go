@@ -1,6 +1,7 @@
 package isbtest
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"testing"
@@ -12,8 +13,9 @@ import (
 // topic relies on, below any topic: contiguous offsets per partition,
 // reads of at least one and at most max items in order, appends that do
 // not keep the caller's slice, commits and their absence, release below
-// the commits, group deletion, concurrent appends of an isb.ConcurrentLog,
-// and for durable storage all of it again after a reopen.
+// the commits, group deletion, concurrent appends where the storage
+// declares isb.Caps.Concurrent, and for durable storage all of it again
+// after a reopen.
 func LogContract(t *testing.T, f StorageFactory) {
 	for _, c := range []struct {
 		name string
@@ -40,12 +42,26 @@ func closeBackend(t *testing.T, b isb.Backend[Item]) {
 	}
 }
 
-// appendAt appends items to l and checks they start at first.
+// appendAt appends items to l, waits for the write and checks they start
+// at first.
 func appendAt(t *testing.T, l isb.Log[Item], first int64, items []Item) {
 	t.Helper()
-	got, err := l.Append(items)
-	if err != nil || got != first {
-		t.Fatalf("Append of %d items = %d, %v; want first offset %d", len(items), got, err, first)
+	w, err := l.Append(items)
+	if err != nil {
+		t.Fatalf("Append of %d items: %v", len(items), err)
+	}
+	want := first + int64(len(items)) - 1
+	if last := w.Last(); last != -1 && last != want {
+		t.Fatalf("Append of %d items: Write.Last before Wait = %d, want %d or -1 (not known yet)", len(items), last, want)
+	}
+	got, err := w.Wait(context.Background())
+	if err != nil || got != want {
+		t.Fatalf("Append of %d items: Wait = %d, %v; want last offset %d", len(items), got, err, want)
+	}
+	if w.Pending() {
+		if again := w.Last(); again != -1 && again != want {
+			t.Fatalf("Write.Last = %d, want %d", again, want)
+		}
 	}
 	if tail := l.Tail(); tail != first+int64(len(items)) {
 		t.Fatalf("Tail after Append = %d, want %d", tail, first+int64(len(items)))
@@ -59,7 +75,7 @@ func readAll(t *testing.T, l isb.Log[Item], from int64, max int) []Item {
 	buf := make([]Item, max)
 	var got []Item
 	for off := from; off < l.Tail(); {
-		items, err := l.Read(off, max, buf)
+		items, err := l.Read(context.Background(), off, max, buf)
 		if err != nil {
 			t.Fatalf("Read(%d, %d): %v", off, max, err)
 		}
@@ -80,11 +96,11 @@ func logEmpty(t *testing.T, s Storage) {
 		if h, tl := l.Head(), l.Tail(); h != 0 || tl != 0 {
 			t.Fatalf("partition %d of new storage: head %d tail %d, want 0 and 0", p, h, tl)
 		}
-		if off, ok := l.Committed("g"); ok || off != l.Head() {
+		if off, ok, err := l.Committed("g"); err != nil || ok || off != l.Head() {
 			t.Fatalf("Committed of an unknown group = %d, %v; want the head and false", off, ok)
 		}
 	}
-	if gs := b.Groups(); len(gs) != 0 {
+	if gs, err := b.Groups(); err != nil || len(gs) != 0 {
 		t.Fatalf("Groups of new storage = %v, want none", gs)
 	}
 }
@@ -144,17 +160,17 @@ func logCommits(t *testing.T, s Storage) {
 		group string
 		off   int64
 	}{{l0, "a", 2}, {l0, "a", 4}, {l0, "b", 1}, {l1, "b", 0}} {
-		if err := c.l.Commit(c.group, c.off); err != nil {
+		if err := c.l.Commit(context.Background(), c.group, c.off); err != nil {
 			t.Fatalf("Commit(%q, %d): %v", c.group, c.off, err)
 		}
 	}
-	if off, ok := l0.Committed("a"); !ok || off != 4 {
+	if off, ok, err := l0.Committed("a"); err != nil || !ok || off != 4 {
 		t.Fatalf("Committed(a) = %d, %v; want 4, true (the last commit)", off, ok)
 	}
-	if off, ok := l1.Committed("a"); ok || off != l1.Head() {
+	if off, ok, err := l1.Committed("a"); err != nil || ok || off != l1.Head() {
 		t.Fatalf("Committed(a) of a partition it never committed = %d, %v; want the head and false", off, ok)
 	}
-	if gs := b.Groups(); !slices.Equal(gs, []string{"a", "b"}) {
+	if gs, err := b.Groups(); err != nil || !slices.Equal(gs, []string{"a", "b"}) {
 		t.Fatalf("Groups = %v, want [a b]", gs)
 	}
 	if err := b.DeleteGroup("b"); err != nil {
@@ -163,10 +179,10 @@ func logCommits(t *testing.T, s Storage) {
 	if err := b.DeleteGroup("never"); err != nil {
 		t.Fatalf("DeleteGroup of a group storage does not hold: %v, want nil", err)
 	}
-	if off, ok := l0.Committed("b"); ok || off != l0.Head() {
+	if off, ok, err := l0.Committed("b"); err != nil || ok || off != l0.Head() {
 		t.Fatalf("Committed(b) after DeleteGroup = %d, %v; want the head and false", off, ok)
 	}
-	if gs := b.Groups(); !slices.Equal(gs, []string{"a"}) {
+	if gs, err := b.Groups(); err != nil || !slices.Equal(gs, []string{"a"}) {
 		t.Fatalf("Groups after DeleteGroup(b) = %v, want [a]", gs)
 	}
 }
@@ -176,7 +192,7 @@ func logRelease(t *testing.T, s Storage) {
 	defer closeBackend(t, b)
 	l := b.Partition(0)
 	appendAt(t, l, 0, seqs(0, 0, 8))
-	if err := l.Commit("g", 5); err != nil {
+	if err := l.Commit(context.Background(), "g", 5); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Release(5); err != nil {
@@ -191,25 +207,30 @@ func logRelease(t *testing.T, s Storage) {
 	appendAt(t, l, 8, seqs(0, 8, 2))
 }
 
-// logConcurrentAppend checks a ConcurrentLog: appends from several
+// logConcurrentAppend checks a log of storage that declares
+// isb.Caps.Concurrent: appends from several
 // goroutines at once get distinct offsets and every item is stored once.
 func logConcurrentAppend(t *testing.T, s Storage) {
-	b := s.open(t, "log", 1)
+	b, caps := s.openCaps(t, "log", 1)
 	defer closeBackend(t, b)
-	cl, ok := b.Partition(0).(isb.ConcurrentLog[Item])
-	if !ok {
+	if !caps.Concurrent {
 		t.Skip("the log serializes no appends of its own: the topic does")
 	}
+	cl := b.Partition(0)
 	const writers, each = 4, 200
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Go(func() {
 			for i := range each {
+				var wr isb.Write
 				var err error
 				if i%2 == 0 {
-					_, err = cl.AppendOne(Item{Producer: w, Seq: i})
+					wr, err = cl.AppendOne(Item{Producer: w, Seq: i})
 				} else {
-					_, err = cl.Append([]Item{{Producer: w, Seq: i}})
+					wr, err = cl.Append([]Item{{Producer: w, Seq: i}})
+				}
+				if err == nil {
+					_, err = wr.Wait(context.Background())
 				}
 				if err != nil {
 					t.Errorf("append: %v", err)
@@ -233,7 +254,7 @@ func logReopen(t *testing.T, s Storage) {
 	appendAt(t, b.Partition(0), 0, seqs(0, 0, 4))
 	appendAt(t, b.Partition(1), 0, seqs(1, 0, 2))
 	for _, g := range []string{"kept", "deleted"} {
-		if err := b.Partition(0).Commit(g, 3); err != nil {
+		if err := b.Partition(0).Commit(context.Background(), g, 3); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -250,10 +271,10 @@ func logReopen(t *testing.T, s Storage) {
 	if got := readAll(t, b.Partition(1), 0, 10); !slices.Equal(got, seqs(1, 0, 2)) {
 		t.Fatalf("partition 1 after reopening holds %v, want %v", got, seqs(1, 0, 2))
 	}
-	if off, ok := b.Partition(0).Committed("kept"); !ok || off != 3 {
+	if off, ok, err := b.Partition(0).Committed("kept"); err != nil || !ok || off != 3 {
 		t.Fatalf("commit after reopening = %d, %v; want 3, true", off, ok)
 	}
-	if gs := b.Groups(); !slices.Equal(gs, []string{"kept"}) {
+	if gs, err := b.Groups(); err != nil || !slices.Equal(gs, []string{"kept"}) {
 		t.Fatalf("Groups after reopening = %v, want [kept] (the deleted group stays deleted)", gs)
 	}
 	appendAt(t, b.Partition(0), 4, seqs(0, 4, 1)) // appends go on at the tail

@@ -616,7 +616,7 @@ func sortItems(items []Item) {
 // returns the offset of the last item, as the storage numbered it.
 func (s suite) produceToOffsets(t *testing.T) {
 	ctx := testContext(t)
-	tp := s.topic(t, isb.Partitions(2), isb.Capacity(20))
+	tp := s.boundedTopic(t, 20, isb.Partitions(2))
 	pr := tp.Producer(nil)
 	type write struct {
 		part  int

@@ -1,6 +1,7 @@
 package isbtest
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -13,24 +14,24 @@ import (
 // Shared is a test backend that behaves like storage shared by processes
 // (a remote log such as JetStream): one SharedStore holds the data, and
 // each topic instance (standing for one process) opens its own Backend on
-// it. It implements every optional interface of isb for such storage:
-// its logs are isb.Watched (appends and commits made through any Backend,
-// or from outside with Append, wake every instance's waiters), the backend
-// is an isb.Membership (claims kept in the store, across instances),
-// commits live in the store, an optional per-partition limit makes Append
-// fail with an error matching isb.ErrFull, and with an ack wait its logs
-// are isb.AckDeadlines that record what consumers keep in progress.
+// it. It declares what such storage does (isb.Caps.Shared, and
+// OwnsLimits with a limit): appends and commits made through any Backend,
+// or from outside with Append, wake every instance's watchers; claims are
+// kept in the store, across instances, as leases a test can take away
+// (Expire); commits live in the store; an optional per-partition limit
+// makes Append fail with an error matching isb.ErrFull.
 //
 // The store outlives its Backends: closing every topic and opening a new
 // one resumes from what the store holds, as after a restart.
 type SharedStore[T any] struct {
-	limit   int64         // per partition: items retained and not committed by every group; 0: none
-	ackWait time.Duration // 0: the logs have no ack deadlines
+	limit int64 // per partition: items retained and not committed by every group; 0: none
 
 	mu     sync.Mutex
 	topic  string
-	parts  []*sharedPart[T]                     // created by the first Open
-	claims map[string]map[int]*SharedBackend[T] // group -> partition -> claiming backend
+	held   chan struct{}                   // non-nil while HoldReads holds reads: closed by its release
+	stuck  int                             // reads waiting on held
+	parts  []*sharedPart[T]                // created by the first Open
+	claims map[string]map[int]*sharedLease // group -> partition -> the lease claiming it
 }
 
 // sharedPart is one partition of the store.
@@ -41,26 +42,18 @@ type sharedPart[T any] struct {
 	commits map[string]int64
 	// watchers are the wake functions of the open Backends' topics.
 	watchers map[*SharedBackend[T]]func()
-	// inProgress counts InProgress calls per group; lastInProgress is the
-	// last range reported.
-	inProgress     map[string]int
-	lastInProgress map[string][2]int64
 }
 
 // SharedOption configures a SharedStore.
 type SharedOption func(*sharedConfig)
 
 type sharedConfig struct {
-	limit   int64
-	ackWait time.Duration
+	limit int64
 }
 
 // SharedLimit makes the store refuse (isb.ErrFull) an append that would
 // hold more than n items in a partition that not every group committed.
 func SharedLimit(n int64) SharedOption { return func(c *sharedConfig) { c.limit = n } }
-
-// SharedAckWait gives the store's logs ack deadlines of d (isb.AckDeadlines).
-func SharedAckWait(d time.Duration) SharedOption { return func(c *sharedConfig) { c.ackWait = d } }
 
 // NewSharedStore returns an empty store.
 func NewSharedStore[T any](opts ...SharedOption) *SharedStore[T] {
@@ -68,7 +61,7 @@ func NewSharedStore[T any](opts ...SharedOption) *SharedStore[T] {
 	if err := isb.ApplyOptions(&c, "isbtest.SharedOption", opts); err != nil {
 		panic(err) // a test's own mistake: NewSharedStore returns no error
 	}
-	return &SharedStore[T]{limit: c.limit, ackWait: c.ackWait, claims: make(map[string]map[int]*SharedBackend[T])}
+	return &SharedStore[T]{limit: c.limit, claims: make(map[string]map[int]*sharedLease)}
 }
 
 // Backend returns a new, unopened Backend on the store: what one process
@@ -101,13 +94,74 @@ func (s *SharedStore[T]) Committed(p int, group string) (int64, bool) {
 	return off, ok
 }
 
-// InProgress returns how many times consumers of group reported partition
-// p in progress, and the last range they reported.
-func (s *SharedStore[T]) InProgress(p int, group string) (calls int, from, to int64) {
+// HoldReads makes every Read of the store wait, as reads from a server in
+// an outage do, until release is called or the read's context ends.
+func (s *SharedStore[T]) HoldReads() (release func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.parts[p].lastInProgress[group]
-	return s.parts[p].inProgress[group], r[0], r[1]
+	held := make(chan struct{})
+	s.held = held
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			s.held = nil
+			s.mu.Unlock()
+			close(held)
+		})
+	}
+}
+
+// WaitReadHeld returns once n reads wait on HoldReads, or when ctx ends.
+func (s *SharedStore[T]) WaitReadHeld(ctx context.Context, n int) {
+	for ctx.Err() == nil {
+		s.mu.Lock()
+		stuck := s.stuck
+		s.mu.Unlock()
+		if stuck >= n {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// holdRead waits while reads are held; s.mu is not held.
+func (s *SharedStore[T]) holdRead(ctx context.Context) error {
+	s.mu.Lock()
+	held := s.held
+	if held != nil {
+		s.stuck++
+	}
+	s.mu.Unlock()
+	if held == nil {
+		return nil
+	}
+	defer func() {
+		s.mu.Lock()
+		s.stuck--
+		s.mu.Unlock()
+	}()
+	select {
+	case <-held:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Expire takes away the claims of group's partitions, as storage does
+// when a process's lease is not renewed in time: their leases are lost
+// and another member may claim the partitions.
+func (s *SharedStore[T]) Expire(group string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p, l := range s.claims[group] {
+		l.lose()
+		delete(s.claims[group], p)
+	}
 }
 
 func (s *SharedStore[T]) appendLocked(p int, items []T) (int64, error) {
@@ -145,8 +199,7 @@ func callAll(fs []func()) {
 	}
 }
 
-// SharedBackend is one process's view of a SharedStore: an isb.Backend and
-// an isb.Membership.
+// SharedBackend is one process's view of a SharedStore.
 type SharedBackend[T any] struct {
 	s      *SharedStore[T]
 	mu     sync.Mutex
@@ -156,15 +209,12 @@ type SharedBackend[T any] struct {
 
 var (
 	_ isb.Backend[int] = (*SharedBackend[int])(nil)
-	_ isb.Membership   = (*SharedBackend[int])(nil)
-	_ isb.Watched      = (*sharedLog[int])(nil)
-	_ isb.AckDeadlines = (*deadlineLog[int])(nil)
-	_ isb.Log[int]     = (*deadlineLog[int])(nil)
+	_ isb.Log[int]     = (*sharedLog[int])(nil)
 )
 
 // Open attaches to the store, creating its partitions on the first Open;
 // a later Open must name the same topic and partition count.
-func (b *SharedBackend[T]) Open(topic string, partitions int) error {
+func (b *SharedBackend[T]) Open(topic string, partitions int) (isb.Caps, error) {
 	s := b.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -173,29 +223,23 @@ func (b *SharedBackend[T]) Open(topic string, partitions int) error {
 		for range partitions {
 			s.parts = append(s.parts, &sharedPart[T]{
 				commits: make(map[string]int64), watchers: make(map[*SharedBackend[T]]func()),
-				inProgress: make(map[string]int), lastInProgress: make(map[string][2]int64),
 			})
 		}
 	}
 	if topic != s.topic || partitions != len(s.parts) {
-		return fmt.Errorf("isbtest: shared store holds topic %q with %d partitions, not %q with %d", s.topic, len(s.parts), topic, partitions)
+		return isb.Caps{}, fmt.Errorf("isbtest: shared store holds topic %q with %d partitions, not %q with %d", s.topic, len(s.parts), topic, partitions)
 	}
 	for p := range partitions {
-		l := &sharedLog[T]{b: b, p: p}
-		if s.ackWait > 0 {
-			b.logs = append(b.logs, &deadlineLog[T]{l})
-		} else {
-			b.logs = append(b.logs, l)
-		}
+		b.logs = append(b.logs, &sharedLog[T]{b: b, p: p})
 	}
-	return nil
+	return isb.Caps{Shared: true, OwnsLimits: s.limit > 0}, nil
 }
 
 // Partition returns the log of partition p.
 func (b *SharedBackend[T]) Partition(p int) isb.Log[T] { return b.logs[p] }
 
 // Groups returns, sorted, the groups the store holds commits of.
-func (b *SharedBackend[T]) Groups() []string {
+func (b *SharedBackend[T]) Groups() ([]string, error) {
 	s := b.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -208,7 +252,7 @@ func (b *SharedBackend[T]) Groups() []string {
 		}
 	}
 	slices.Sort(gs)
-	return gs
+	return gs, nil
 }
 
 // DeleteGroup forgets group's commits in every partition.
@@ -224,13 +268,13 @@ func (b *SharedBackend[T]) DeleteGroup(group string) error {
 
 // Claim claims partitions of group for this backend's consumer, refusing
 // (isb.ErrGroupInUse) a partition any backend of the store claimed.
-func (b *SharedBackend[T]) Claim(group string, partitions []int) (func() error, error) {
+func (b *SharedBackend[T]) Claim(group string, partitions []int) (isb.Lease, error) {
 	s := b.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cl := s.claims[group]
 	if cl == nil {
-		cl = make(map[int]*SharedBackend[T])
+		cl = make(map[int]*sharedLease)
 		s.claims[group] = cl
 	}
 	for _, p := range partitions {
@@ -238,19 +282,40 @@ func (b *SharedBackend[T]) Claim(group string, partitions []int) (func() error, 
 			return nil, fmt.Errorf("%w: shared store: partition %d of group %q is claimed by another member", isb.ErrGroupInUse, p, group)
 		}
 	}
-	for _, p := range partitions {
-		cl[p] = b
-	}
-	return func() error {
+	l := &sharedLease{owner: b, lost: make(chan struct{})}
+	l.release = func() error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		for _, p := range partitions {
-			if cl[p] == b {
+			if cl[p] == l {
 				delete(cl, p)
 			}
 		}
 		return nil
-	}, nil
+	}
+	for _, p := range partitions {
+		cl[p] = l
+	}
+	return l, nil
+}
+
+// sharedLease is one consumer's claim in the store.
+type sharedLease struct {
+	owner   any // the claiming *SharedBackend
+	lost    chan struct{}
+	lostSet bool // guarded by the store's mu
+	release func() error
+}
+
+func (l *sharedLease) Lost() <-chan struct{} { return l.lost }
+func (l *sharedLease) Release() error        { return l.release() }
+
+// lose closes lost once; the store's mu is held.
+func (l *sharedLease) lose() {
+	if !l.lostSet {
+		l.lostSet = true
+		close(l.lost)
+	}
 }
 
 // Close detaches from the store: its topic is woken no more, and its
@@ -266,7 +331,7 @@ func (b *SharedBackend[T]) Close() error {
 	}
 	for _, cl := range s.claims {
 		for p, o := range cl {
-			if o == b {
+			if o.owner == b {
 				delete(cl, p)
 			}
 		}
@@ -276,8 +341,9 @@ func (b *SharedBackend[T]) Close() error {
 
 // sharedLog is one partition as a backend sees it.
 type sharedLog[T any] struct {
-	b *SharedBackend[T]
-	p int
+	b      *SharedBackend[T]
+	p      int
+	sealed bool // guarded by the store's mu
 }
 
 func (l *sharedLog[T]) part() *sharedPart[T] { return l.b.s.parts[l.p] }
@@ -291,24 +357,38 @@ func (l *sharedLog[T]) Watch(wake func()) {
 	l.part().watchers[l.b] = wake
 }
 
-func (l *sharedLog[T]) Append(items []T) (int64, error) {
+func (l *sharedLog[T]) Append(items []T) (isb.Write, error) {
 	s := l.b.s
 	s.mu.Lock()
-	if l.b.closed {
+	if l.b.closed || l.sealed {
 		s.mu.Unlock()
-		return 0, fmt.Errorf("isbtest: shared store: append: %w", isb.ErrClosed)
+		return isb.Write{}, fmt.Errorf("isbtest: shared store: append: %w", isb.ErrClosed)
 	}
 	first, err := s.appendLocked(l.p, items)
 	wake := s.watchersLocked(l.p)
 	s.mu.Unlock()
-	if err == nil {
-		callAll(wake)
+	if err != nil {
+		return isb.Write{}, err
 	}
-	return first, err
+	callAll(wake)
+	return isb.Completed(first + int64(len(items)) - 1), nil
 }
 
-func (l *sharedLog[T]) Read(offset int64, max int, buf []T) ([]T, error) {
+func (l *sharedLog[T]) AppendOne(item T) (isb.Write, error) { return l.Append([]T{item}) }
+
+// Seal makes later appends through this backend fail with isb.ErrClosed.
+func (l *sharedLog[T]) Seal() {
 	s := l.b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l.sealed = true
+}
+
+func (l *sharedLog[T]) Read(ctx context.Context, offset int64, max int, buf []T) ([]T, error) {
+	s := l.b.s
+	if err := s.holdRead(ctx); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	pt := l.part()
@@ -329,7 +409,7 @@ func (l *sharedLog[T]) Tail() int64 { return l.part().tail.Load() }
 
 // Commit keeps the highest commit of group: a stale commit from one
 // process never moves back what another committed.
-func (l *sharedLog[T]) Commit(group string, offset int64) error {
+func (l *sharedLog[T]) Commit(_ context.Context, group string, offset int64) error {
 	s := l.b.s
 	s.mu.Lock()
 	pt := l.part()
@@ -342,15 +422,15 @@ func (l *sharedLog[T]) Commit(group string, offset int64) error {
 	return nil
 }
 
-func (l *sharedLog[T]) Committed(group string) (int64, bool) {
+func (l *sharedLog[T]) Committed(group string) (int64, bool, error) {
 	s := l.b.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	pt := l.part()
 	if off, ok := pt.commits[group]; ok {
-		return off, true
+		return off, true, nil
 	}
-	return pt.head, false
+	return pt.head, false, nil
 }
 
 // Release lets the head advance to offset, but never past a commit the
@@ -364,20 +444,5 @@ func (l *sharedLog[T]) Release(offset int64) error {
 		offset = min(offset, c)
 	}
 	pt.head = max(pt.head, min(offset, pt.tail.Load()))
-	return nil
-}
-
-// deadlineLog is a sharedLog with ack deadlines.
-type deadlineLog[T any] struct{ *sharedLog[T] }
-
-func (l *deadlineLog[T]) AckWait() time.Duration { return l.b.s.ackWait }
-
-func (l *deadlineLog[T]) InProgress(group string, from, to int64) error {
-	s := l.b.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	pt := l.part()
-	pt.inProgress[group]++
-	pt.lastInProgress[group] = [2]int64{from, to}
 	return nil
 }

@@ -221,45 +221,102 @@ func TestSharedStorageLimit(t *testing.T) {
 	}
 }
 
-// On storage with ack deadlines the consumer keeps its delivered,
-// uncommitted range in progress by itself, and stops once it committed.
-func TestSharedAckDeadlineUpkeep(t *testing.T) {
+// A claim the store takes away (a lease not renewed in time) stops the
+// consumer: a blocked Pull wakes with ErrClaimLost, a commit is refused,
+// and another member can claim the partitions and resume from the commit.
+func TestSharedClaimLost(t *testing.T) {
 	ctx := testCtx(t)
-	store := isbtest.NewSharedStore[isbtest.Item](isbtest.SharedAckWait(10 * time.Millisecond))
+	store := isbtest.NewSharedStore[isbtest.Item]()
 	tp, err := sharedTopic(t, store, "orders")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tp.Producer(nil).ProduceBatch(ctx, []isbtest.Item{{Seq: 0}, {Seq: 1}, {Seq: 2}}); err != nil {
+	if err := tp.Producer(nil).ProduceBatch(ctx, []isbtest.Item{{Seq: 0}, {Seq: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := tp.JoinGroup("g", 0, 1, isb.ManualCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if b, err := c.Pull(ctx); err != nil || len(b.Items) != 2 {
+		t.Fatalf("Pull = %v, %v; want 2 items", b.Items, err)
+	}
+	if err := c.CommitTo(0, 1); err != nil {
+		t.Fatal(err)
+	}
+	pulled := make(chan error, 1)
+	go func() {
+		_, err := c.Pull(ctx) // nothing more to read: blocks
+		pulled <- err
+	}()
+	store.Expire("g")
+	if err := <-pulled; !errors.Is(err, isb.ErrClaimLost) {
+		t.Fatalf("blocked Pull after the claim expired = %v, want ErrClaimLost", err)
+	}
+	if err := c.CommitTo(0, 2); !errors.Is(err, isb.ErrClaimLost) {
+		t.Fatalf("CommitTo after the claim expired = %v, want ErrClaimLost", err)
+	}
+	if off, _ := store.Committed(0, "g"); off != 1 {
+		t.Fatalf("store holds commit %d, want 1 (the lost consumer committed nothing more)", off)
+	}
+	other, err := sharedTopic(t, store, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := other.JoinGroup("g", 0, 1)
+	if err != nil {
+		t.Fatalf("a second process joins after the claim expired: %v", err)
+	}
+	defer c2.Close()
+	if b, err := c2.Pull(ctx); err != nil || b.Offset != 1 || len(b.Items) != 1 || b.Items[0].Seq != 1 {
+		t.Fatalf("Pull of the new member = offset %d %v, %v; want offset 1 [seq 1]", b.Offset, b.Items, err)
+	}
+}
+
+// No storage call runs under the consumer's state lock: while a Pull is
+// stuck in a read (the store holds reads, as a server in an outage would),
+// commits of the batch delivered before go through, and Close ends the
+// stuck read instead of waiting for it.
+func TestSharedCommitWhileReadStuck(t *testing.T) {
+	ctx := testCtx(t)
+	store := isbtest.NewSharedStore[isbtest.Item]()
+	tp, err := sharedTopic(t, store, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod := tp.Producer(nil)
+	if err := prod.ProduceBatch(ctx, []isbtest.Item{{Seq: 0}, {Seq: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := tp.PullConsumer("g", isb.ManualCommit())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
 	if _, err := c.Pull(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.CommitTo(0, 1); err != nil {
+	release := store.HoldReads()
+	defer release()
+	if err := prod.Produce(ctx, isbtest.Item{Seq: 2}); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		calls, from, to := store.InProgress(0, "g")
-		if calls > 0 {
-			if from != 1 || to != 3 {
-				t.Fatalf("in progress [%d, %d); want [1, 3)", from, to)
-			}
-			break
-		}
-		time.Sleep(time.Millisecond)
+	pulled := make(chan error, 1)
+	go func() {
+		_, err := c.Pull(ctx)
+		pulled <- err
+	}()
+	store.WaitReadHeld(ctx, 1)
+	if err := c.CommitTo(0, 2); err != nil {
+		t.Fatalf("CommitTo while a Pull is stuck in a read: %v", err)
 	}
-	if err := c.CommitTo(0, 3); err != nil {
+	if off, _ := store.Committed(0, "g"); off != 2 {
+		t.Fatalf("store holds commit %d, want 2", off)
+	}
+	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	calls, _, _ := store.InProgress(0, "g")
-	time.Sleep(50 * time.Millisecond) // several ack waits with nothing uncommitted
-	if after, from, to := store.InProgress(0, "g"); after != calls {
-		t.Fatalf("%d more reports after everything was committed (last [%d, %d))", after-calls, from, to)
+	if err := <-pulled; !errors.Is(err, isb.ErrClosed) {
+		t.Fatalf("Pull stuck in a read when the consumer closed = %v, want ErrClosed", err)
 	}
 }

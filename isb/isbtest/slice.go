@@ -1,6 +1,7 @@
 package isbtest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -53,31 +54,34 @@ func NewSliceBackend[T any]() *SliceBackend[T] {
 }
 
 // Open implements isb.Backend.
-func (b *SliceBackend[T]) Open(topic string, partitions int) error {
+func (b *SliceBackend[T]) Open(topic string, partitions int) (isb.Caps, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
 	case b.open:
-		return fmt.Errorf("%w: Open of topic %q while open", ErrBackendState, topic)
+		return isb.Caps{}, fmt.Errorf("%w: Open of topic %q while open", ErrBackendState, topic)
 	case b.parts == nil:
 		b.topic = topic
 		for range partitions {
 			b.parts = append(b.parts, &sliceLog[T]{b: b, commits: make(map[string]int64)})
 		}
 	case b.topic != topic || len(b.parts) != partitions:
-		return fmt.Errorf("%w: reopened as topic %q with %d partitions, was %q with %d",
+		return isb.Caps{}, fmt.Errorf("%w: reopened as topic %q with %d partitions, was %q with %d",
 			ErrBackendState, topic, partitions, b.topic, len(b.parts))
+	}
+	for _, l := range b.parts {
+		l.sealed.Store(false)
 	}
 	b.open = true
 	b.opens++
-	return nil
+	return isb.Caps{}, nil
 }
 
 // Partition implements isb.Backend.
 func (b *SliceBackend[T]) Partition(p int) isb.Log[T] { return b.parts[p] }
 
 // Groups implements isb.Backend: the groups with a commit, sorted.
-func (b *SliceBackend[T]) Groups() []string {
+func (b *SliceBackend[T]) Groups() ([]string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var gs []string
@@ -85,8 +89,11 @@ func (b *SliceBackend[T]) Groups() []string {
 		gs = append(gs, g)
 	}
 	slices.Sort(gs)
-	return gs
+	return gs, nil
 }
+
+// Claim implements isb.Backend: the storage belongs to one process.
+func (b *SliceBackend[T]) Claim(string, []int) (isb.Lease, error) { return isb.NoLease, nil }
 
 // DeleteGroup implements isb.Backend: it forgets group's commits on every
 // partition. A group it does not hold is not an error.
@@ -142,6 +149,7 @@ func (b *SliceBackend[T]) addGroup(g string) {
 type sliceLog[T any] struct {
 	b         *SliceBackend[T]
 	appending atomic.Bool // set during Append, to catch overlapping writers
+	sealed    atomic.Bool // set by Seal, until the next Open
 	mu        sync.Mutex
 	head      int64
 	items     []T
@@ -170,22 +178,32 @@ func (l *sliceLog[T]) closedErr(op string) error {
 	return fmt.Errorf("%w: %s after Close", ErrBackendState, op)
 }
 
-func (l *sliceLog[T]) Append(items []T) (int64, error) {
+func (l *sliceLog[T]) Append(items []T) (isb.Write, error) {
 	if l.appending.Swap(true) {
 		panic("isbtest: overlapping Append calls on one partition")
 	}
 	defer l.appending.Store(false)
 	if err := l.closedErr("Append"); err != nil {
-		return 0, err
+		return isb.Write{}, err
+	}
+	if l.sealed.Load() {
+		return isb.Write{}, fmt.Errorf("isbtest: Append after Seal: %w", isb.ErrClosed)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	first := l.head + int64(len(l.items))
 	l.items = append(l.items, items...) // copies: the caller reuses items
-	return first, nil
+	return isb.Completed(l.head + int64(len(l.items)) - 1), nil
 }
 
-func (l *sliceLog[T]) Read(offset int64, max int, buf []T) ([]T, error) {
+func (l *sliceLog[T]) AppendOne(item T) (isb.Write, error) { return l.Append([]T{item}) }
+
+// Seal implements isb.Log: later Appends fail with isb.ErrClosed.
+func (l *sliceLog[T]) Seal() { l.sealed.Store(true) }
+
+// Watch implements isb.Log: nobody else appends to the backend.
+func (l *sliceLog[T]) Watch(func()) {}
+
+func (l *sliceLog[T]) Read(_ context.Context, offset int64, max int, buf []T) ([]T, error) {
 	if err := l.closedErr("Read"); err != nil {
 		return nil, err
 	}
@@ -219,7 +237,7 @@ func (l *sliceLog[T]) Tail() int64 {
 	return l.head + int64(len(l.items))
 }
 
-func (l *sliceLog[T]) Commit(group string, offset int64) error {
+func (l *sliceLog[T]) Commit(_ context.Context, group string, offset int64) error {
 	if err := l.closedErr("Commit"); err != nil {
 		return err
 	}
@@ -236,14 +254,14 @@ func (l *sliceLog[T]) Commit(group string, offset int64) error {
 	return nil
 }
 
-func (l *sliceLog[T]) Committed(group string) (int64, bool) {
+func (l *sliceLog[T]) Committed(group string) (int64, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	off, ok := l.commits[group]
 	if !ok {
-		return l.head, false
+		return l.head, false, nil
 	}
-	return off, true
+	return off, true, nil
 }
 
 // Release drops every item below offset at once, so a topic that reads

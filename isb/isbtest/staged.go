@@ -1,6 +1,7 @@
 package isbtest
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sync"
@@ -8,15 +9,16 @@ import (
 	"github.com/runnel-dev/runnel/isb"
 )
 
-// StagedBackend is a SliceBackend whose partitions stage writes
-// (isb.StagedLog) and publish them only as far as the test allows: a fake
+// StagedBackend is a SliceBackend whose writes are deferred
+// (isb.Caps.Deferred) and complete only as far as the test allows: a fake
 // durable storage whose flush the test holds, fails or lets through. Tests
 // of callers that keep staged writes in flight (the forwarder's source)
 // use it to check what they confirm before a flush and after a failed one.
 //
-// A Publish, and an Append (which stages and publishes), blocks until
-// Allow lets its items through or Fail fails them. Close the topic only
-// once nothing is blocked: Topic.Close waits for the publishes in flight.
+// The Wait of a write blocks until Allow lets its items through or Fail
+// fails them (it does not end with its context: the fake flush is not
+// abandoned). Close the topic only once nothing is blocked: Topic.Close
+// waits for the completions in flight.
 type StagedBackend[T any] struct {
 	*SliceBackend[T]
 	logs     []*stagedLog[T]
@@ -40,9 +42,9 @@ func NewStagedBackend[T any]() *StagedBackend[T] {
 }
 
 // Open implements isb.Backend.
-func (b *StagedBackend[T]) Open(topic string, partitions int) error {
-	if err := b.SliceBackend.Open(topic, partitions); err != nil {
-		return err
+func (b *StagedBackend[T]) Open(topic string, partitions int) (isb.Caps, error) {
+	if _, err := b.SliceBackend.Open(topic, partitions); err != nil {
+		return isb.Caps{}, err
 	}
 	if b.logs == nil {
 		for p := range partitions {
@@ -54,7 +56,7 @@ func (b *StagedBackend[T]) Open(topic string, partitions int) error {
 			b.logs = append(b.logs, l)
 		}
 	}
-	return nil
+	return isb.Caps{Deferred: true}, nil
 }
 
 // Partition implements isb.Backend.
@@ -71,7 +73,7 @@ func (b *StagedBackend[T]) Allow(partition int, end int64) {
 }
 
 // Fail makes the flush of partition fail with err: every publish not yet
-// through, and every later Stage, Append and Publish, returns it, as
+// through, and every later Append and completion, returns it, as
 // durable storage makes a failed flush sticky.
 func (b *StagedBackend[T]) Fail(partition int, err error) {
 	l := b.logs[partition]
@@ -89,8 +91,8 @@ func (b *StagedBackend[T]) Staged(partition int) int64 {
 	return l.inner.Tail() + int64(len(l.pending))
 }
 
-// Writes returns how many writes (Stage and Append calls that stored
-// items) partition took.
+// Writes returns how many writes (Append calls that stored items)
+// partition took.
 func (b *StagedBackend[T]) Writes(partition int) int {
 	l := b.logs[partition]
 	l.mu.Lock()
@@ -121,23 +123,32 @@ type stagedLog[T any] struct {
 	failed  error
 }
 
-var _ isb.StagedLog[int] = (*stagedLog[int])(nil)
+var (
+	_ isb.Log[int]  = (*stagedLog[int])(nil)
+	_ isb.Completer = (*stagedLog[int])(nil)
+)
 
-func (l *stagedLog[T]) Stage(items []T) (int64, error) {
+// Append stages items after everything staged before; the Write completes
+// once the test allows them through.
+func (l *stagedLog[T]) Append(items []T) (isb.Write, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.failed != nil {
-		return 0, l.failed
+		return isb.Write{}, l.failed
 	}
-	first := l.inner.Tail() + int64(len(l.pending))
+	end := l.inner.Tail() + int64(len(l.pending)) + int64(len(items))
 	l.pending = append(l.pending, items...) // copies: the caller reuses items
 	if len(items) > 0 {
 		l.writes++
 	}
-	return first, nil
+	return isb.Deferred(l, end-1), nil
 }
 
-func (l *stagedLog[T]) Publish(end int64) error {
+func (l *stagedLog[T]) AppendOne(item T) (isb.Write, error) { return l.Append([]T{item}) }
+
+// Complete publishes everything staged up to last, once allowed.
+func (l *stagedLog[T]) Complete(_ context.Context, last int64) (int64, error) {
+	end := last + 1
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for l.failed == nil && l.allowed < end && l.inner.Tail() < end {
@@ -145,39 +156,38 @@ func (l *stagedLog[T]) Publish(end int64) error {
 		l.cond.Wait()
 	}
 	if l.failed != nil {
-		return l.failed
+		return -1, l.failed
 	}
 	n := int(end - l.inner.Tail())
 	if n <= 0 {
-		return nil // an earlier publish covered it
+		return end - 1, nil // an earlier completion covered it
 	}
-	if _, err := l.inner.Append(l.pending[:n]); err != nil {
-		return err
+	w, err := l.inner.Append(l.pending[:n])
+	if err == nil {
+		_, err = w.Wait(context.Background())
+	}
+	if err != nil {
+		return -1, err
 	}
 	clear(l.pending[:n])
 	l.pending = l.pending[n:]
 	if l.waiting <= end {
 		l.waiting = 0
 	}
-	return nil
+	return end - 1, nil
 }
 
-// Append stages items and publishes them, as a durable Append flushes.
-func (l *stagedLog[T]) Append(items []T) (int64, error) {
-	first, err := l.Stage(items)
-	if err != nil {
-		return 0, err
-	}
-	return first, l.Publish(first + int64(len(items)))
-}
-
-func (l *stagedLog[T]) Read(offset int64, max int, buf []T) ([]T, error) {
-	return l.inner.Read(offset, max, buf)
+func (l *stagedLog[T]) Read(ctx context.Context, offset int64, max int, buf []T) ([]T, error) {
+	return l.inner.Read(ctx, offset, max, buf)
 }
 func (l *stagedLog[T]) Head() int64 { return l.inner.Head() }
 func (l *stagedLog[T]) Tail() int64 { return l.inner.Tail() }
-func (l *stagedLog[T]) Commit(group string, offset int64) error {
-	return l.inner.Commit(group, offset)
+func (l *stagedLog[T]) Commit(ctx context.Context, group string, offset int64) error {
+	return l.inner.Commit(ctx, group, offset)
 }
-func (l *stagedLog[T]) Committed(group string) (int64, bool) { return l.inner.Committed(group) }
-func (l *stagedLog[T]) Release(offset int64) error           { return l.inner.Release(offset) }
+func (l *stagedLog[T]) Committed(group string) (int64, bool, error) { return l.inner.Committed(group) }
+func (l *stagedLog[T]) Release(offset int64) error                  { return l.inner.Release(offset) }
+func (l *stagedLog[T]) Watch(func())                                {}
+
+// Seal seals the slice log under it; staged writes still complete.
+func (l *stagedLog[T]) Seal() { l.inner.Seal() }

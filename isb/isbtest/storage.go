@@ -58,14 +58,22 @@ func TopicFactory(f StorageFactory) Factory {
 // open opens a new Backend of s for topic with partitions, failing t.
 func (s Storage) open(t *testing.T, topic string, partitions int) isb.Backend[Item] {
 	t.Helper()
+	b, _ := s.openCaps(t, topic, partitions)
+	return b
+}
+
+// openCaps is open that also returns what the storage declared.
+func (s Storage) openCaps(t *testing.T, topic string, partitions int) (isb.Backend[Item], isb.Caps) {
+	t.Helper()
 	b, err := s.New()
 	if err != nil {
 		t.Fatalf("new backend: %v", err)
 	}
-	if err := b.Open(topic, partitions); err != nil {
+	caps, err := b.Open(topic, partitions)
+	if err != nil {
 		t.Fatalf("Open(%q, %d): %v", topic, partitions, err)
 	}
-	return b
+	return b, caps
 }
 
 // topic opens a topic on a new Backend of s, failing t.
@@ -77,6 +85,7 @@ func (s Storage) topic(t *testing.T, name string, opts ...isb.TopicOption) *isb.
 	}
 	tp, err := isb.NewTopic(name, b, opts...)
 	if err != nil {
+		skipOwnLimits(t, err)
 		t.Fatalf("NewTopic(%q): %v", name, err)
 	}
 	return tp

@@ -18,61 +18,84 @@ import (
 
 // Appends.
 //
-// An append encodes its items, publishes them asynchronously (at most
+// An append encodes its items, sends them asynchronously (at most
 // MaxOutstanding of the backend in flight) with the message id
-// {backend id}.{partition}.{sequence}, and waits for every
-// acknowledgement. A publish that fails in a way that heals (no
-// acknowledgement within AckTimeout, no responders while the server
-// restarts, a lost connection) is sent again with the same id until
-// RetryTimeout: the server stores a message once per id within the
-// Duplicates window, and acknowledges a repeated one with the sequence of
-// the first, so a retry after a lost acknowledgement is no duplicate.
+// {backend id}.{partition}.{sequence} and returns a deferred isb.Write
+// (Caps.Deferred): a producer that keeps several writes in flight (the
+// topic's StageTo, a pipeline's source) overlaps their round trips. The
+// Write's Complete waits for every acknowledgement. A publish that fails
+// in a way that heals (no acknowledgement within AckTimeout, no responders
+// while the server restarts, a lost connection) is sent again with the
+// same id until RetryTimeout: the server stores a message once per id
+// within the Duplicates window, and acknowledges a repeated one with the
+// sequence of the first, so a retry after a lost acknowledgement is no
+// duplicate.
 //
 // The offsets of an append are in order but not necessarily contiguous:
 // appends of other goroutines and processes to the same stream interleave
-// with it. The offset of its last item is exact; Append returns it minus
-// len(items)-1, which is all the topic uses (ProduceTo's last offset, a
-// batch's last offset per partition).
+// with it, and a retry may store a message after a later write's. The
+// Write's last offset is exact once complete (-1 before): all the topic
+// uses (ProduceTo's last offset, a batch's last offset per partition).
 
 // AppendOne appends one item.
-func (l *log[T]) AppendOne(item T) (int64, error) { return l.Append([]T{item}) }
+func (l *log[T]) AppendOne(item T) (isb.Write, error) { return l.Append([]T{item}) }
 
-// Append stores items and returns the offset of the last minus
-// len(items)-1 (see above). A partition whose usage is at its limit, as
-// this process knows it, is an error matching isb.ErrFull and nothing is
-// published.
-func (l *log[T]) Append(items []T) (int64, error) {
+// Append sends items and returns their Write (see above). A partition
+// whose usage is at its limit, as this process knows it, is an error
+// matching isb.ErrFull and nothing is sent.
+func (l *log[T]) Append(items []T) (isb.Write, error) {
 	n := len(items)
 	if n == 0 {
-		return l.Tail(), nil
+		return isb.Completed(l.Tail() - 1), nil
 	}
 	l.smu.RLock()
 	defer l.smu.RUnlock()
 	switch {
 	case l.sealed:
-		return 0, isb.ErrClosed
+		return isb.Write{}, isb.ErrClosed
 	case l.deleted.Load():
-		return 0, l.deletedErr("append")
+		return isb.Write{}, l.deletedErr("append")
 	case l.full(n):
-		return 0, &StreamError{Stream: l.stream, Op: "append", Kind: isb.ErrFull,
+		return isb.Write{}, &StreamError{Stream: l.stream, Op: "append", Kind: isb.ErrFull,
 			Err: fmt.Errorf("%d messages uncommitted, usage limit %d", l.used(), l.b.cfg.usageLimit)}
 	}
-	sc := scratches.Get().(*scratch)
-	defer scratches.Put(sc)
-	msgs, err := l.encode(sc, items)
+	w := &write[T]{l: l, sc: scratches.Get().(*scratch)}
+	msgs, err := l.encode(w.sc, items)
 	if err != nil {
-		return 0, err
+		scratches.Put(w.sc)
+		return isb.Write{}, err
 	}
-	last, err := l.publish(msgs)
+	w.msgs = msgs
+	w.id, w.r = l.b.pub.send(l.ctx, msgs)
+	return isb.Deferred(w, -1), nil
+}
+
+// write is one Append in flight: its messages (kept for retries) and its
+// first round of publishes.
+type write[T any] struct {
+	l    *log[T]
+	sc   *scratch
+	msgs []*nats.Msg
+	id   uint64
+	r    *round
+}
+
+// Complete waits for the write's acknowledgements, retrying as the
+// package doc says, and returns the highest sequence stored as an offset.
+// It ends with isb.ErrClosed once the topic seals the log, and with ctx.
+func (w *write[T]) Complete(ctx context.Context, _ int64) (int64, error) {
+	defer scratches.Put(w.sc)
+	l := w.l
+	last, err := l.complete(ctx, w)
 	if err != nil {
-		return 0, err
+		return -1, err
 	}
 	l.raiseTail(last)
 	// Announce the new tail to the other processes' topics (core NATS: no
 	// round trip, and a lost announcement only delays their wake-up to
 	// the next refresh).
 	l.b.nc.Publish(l.b.names.announce(l.p), strconv.AppendInt(nil, last, 10))
-	return last - int64(n), nil // offset of the last is last-1
+	return last - 1, nil // offset = sequence - 1
 }
 
 func (l *log[T]) used() int64 {
@@ -80,9 +103,9 @@ func (l *log[T]) used() int64 {
 	return l.tail.Load() - low
 }
 
-// scratch is an append's messages, kept for the next append: nothing
-// refers to them once Append returns (a publish copies a message into the
-// connection's buffer before it returns).
+// scratch is an append's messages, kept for the next append once its
+// write completed: nothing refers to them then (a publish copies a message
+// into the connection's buffer before it returns).
 type scratch struct {
 	buf  []byte
 	ends []int
@@ -128,15 +151,17 @@ func (l *log[T]) encode(sc *scratch, items []T) ([]*nats.Msg, error) {
 	return ptrs, nil
 }
 
-// publish publishes msgs, retrying as the package doc says, and returns
-// the highest sequence they were stored at.
-func (l *log[T]) publish(msgs []*nats.Msg) (int64, error) {
+// complete waits for w's first round and sends what failed again until
+// every message is stored, as the package doc says, and returns the
+// highest sequence they were stored at.
+func (l *log[T]) complete(ctx context.Context, w *write[T]) (int64, error) {
 	deadline := time.Now().Add(l.b.cfg.retryTimeout)
 	var last uint64
 	stored := 0
-	pending := msgs
+	pending := w.msgs
+	id, r := w.id, w.r
 	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
-		res, err := l.b.pub.publish(l.ctx, pending, l.b.cfg.ackTimeout)
+		res, err := l.b.pub.await(l.ctx, id, r, l.b.cfg.ackTimeout)
 		if err != nil {
 			return 0, isb.ErrClosed // sealed: the topic is closing
 		}
@@ -167,7 +192,7 @@ func (l *log[T]) publish(msgs []*nats.Msg) (int64, error) {
 			return 0, streamErr(l.stream, "append", lastErr)
 		case time.Now().After(deadline):
 			return 0, &StreamError{Stream: l.stream, Op: "append", Kind: ErrUnreachable,
-				Err: fmt.Errorf("%d of %d messages not acknowledged after %v: %w", len(failed), len(msgs), l.b.cfg.retryTimeout, lastErr)}
+				Err: fmt.Errorf("%d of %d messages not acknowledged after %v: %w", len(failed), len(w.msgs), l.b.cfg.retryTimeout, lastErr)}
 		}
 		// Part of the batch is stored: the rest is retried, also at the
 		// stream's limit (waiting for room), so that nothing of the batch is
@@ -178,8 +203,11 @@ func (l *log[T]) publish(msgs []*nats.Msg) (int64, error) {
 		case <-time.After(wait):
 		case <-l.ctx.Done():
 			return 0, isb.ErrClosed
+		case <-ctx.Done():
+			return 0, ctx.Err()
 		}
 		pending = failed
+		id, r = l.b.pub.send(l.ctx, pending)
 	}
 }
 

@@ -17,8 +17,8 @@ import (
 )
 
 // Backend is the JetStream storage of one topic; it implements
-// isb.Backend[T] and isb.Membership, and its logs isb.ConcurrentLog[T] and
-// isb.Watched. Create it with New and hand it to isb.NewTopic, or use
+// isb.Backend[T] and declares isb.Caps Concurrent, Deferred, Shared and
+// OwnsLimits. Create it with New and hand it to isb.NewTopic, or use
 // NewTopic to do both. Every process that opens the topic opens a Backend
 // of its own on the same server.
 type Backend[T any] struct {
@@ -52,10 +52,9 @@ type Backend[T any] struct {
 }
 
 var (
-	_ isb.Backend[int]       = (*Backend[int])(nil)
-	_ isb.Membership         = (*Backend[int])(nil)
-	_ isb.ConcurrentLog[int] = (*log[int])(nil)
-	_ isb.Watched            = (*log[int])(nil)
+	_ isb.Backend[int] = (*Backend[int])(nil)
+	_ isb.Log[int]     = (*log[int])(nil)
+	_ isb.Completer    = (*write[int])(nil)
 )
 
 // New validates opts and returns a backend that keeps a topic in the
@@ -110,7 +109,17 @@ var ErrOpened = errors.New("jetstream: backend already opened")
 // groups' commits, and a refresh of every stream's state. Its first
 // request failing to reach the server is a *StreamError matching
 // ErrUnreachable.
-func (b *Backend[T]) Open(topic string, partitions int) error {
+func (b *Backend[T]) Open(topic string, partitions int) (isb.Caps, error) {
+	if err := b.openTopic(topic, partitions); err != nil {
+		return isb.Caps{}, err
+	}
+	// Publishes serialize in the server (Concurrent) and complete with
+	// their acknowledgements (Deferred); other processes share the streams
+	// (Shared), whose usage limit this storage enforces (OwnsLimits).
+	return isb.Caps{Concurrent: true, Deferred: true, Shared: true, OwnsLimits: true}, nil
+}
+
+func (b *Backend[T]) openTopic(topic string, partitions int) error {
 	if partitions < 1 {
 		return optErr("Partitions", partitions, "must be at least 1")
 	}
@@ -205,7 +214,7 @@ func (b *Backend[T]) Partition(p int) isb.Log[T] { return b.parts[p] }
 // Groups returns, sorted, the groups whose commits the server holds for
 // the topic, as the watch of the commit bucket knows them (it has read
 // every key once Open returns).
-func (b *Backend[T]) Groups() []string {
+func (b *Backend[T]) Groups() ([]string, error) {
 	var gs []string
 	for _, l := range b.parts {
 		l.cmu.Lock()
@@ -217,7 +226,7 @@ func (b *Backend[T]) Groups() []string {
 		l.cmu.Unlock()
 	}
 	slices.Sort(gs)
-	return gs
+	return gs, nil
 }
 
 // DeleteGroup removes group's commit of every partition from the bucket.

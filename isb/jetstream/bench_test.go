@@ -355,6 +355,35 @@ func runTopic(b *testing.B, e *benchEnv) {
 			perSecond(b, b.N)
 		})
 	}
+	// One goroutine keeping several writes in flight with StageTo, as a
+	// pipeline's source does (the contract's deferred Write).
+	b.Run("topic-stage/goroutines=1/inflight=4", func(b *testing.B) {
+		tp, _ := e.topic(b)
+		pr := tp.Producer(nil)
+		ctx := context.Background()
+		batch := make([]rec64, benchBatch)
+		var inflight []isb.Pending[rec64]
+		b.ResetTimer()
+		for done := 0; done < b.N; done += benchBatch {
+			if len(inflight) == 4 {
+				if err := inflight[0].Wait(); err != nil {
+					b.Fatal(err)
+				}
+				inflight = inflight[1:]
+			}
+			w, err := pr.StageTo(ctx, 0, batch[:min(benchBatch, b.N-done)])
+			if err != nil {
+				b.Fatal(err)
+			}
+			inflight = append(inflight, w)
+		}
+		for i := range inflight {
+			if err := inflight[i].Wait(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		perSecond(b, b.N)
+	})
 	b.Run("topic-consume", func(b *testing.B) {
 		tp, stream := e.topic(b)
 		e.publish(b, stream, b.N, true)

@@ -18,15 +18,52 @@ import (
 // if absent (so two processes never both claim one), renewed every
 // ClaimTTL/3 and deleted when the consumer closes. The bucket's TTL
 // (ClaimTTL) expires the claims of a process that died without closing.
+//
+// A claim is an isb.Lease. It is lost when a renewal finds the key gone or
+// rewritten (it expired, and another process may hold it now), or when no
+// renewal has succeeded for a whole ClaimTTL (the server may have expired
+// it while unreachable): the consumer then stops with isb.ErrClaimLost
+// instead of reading beside a new owner.
 
 // claim is the claimed keys of one consumer.
 type claim struct {
-	mu     sync.Mutex // renew and release
-	b      *backendClaims
-	group  string
-	keys   []string
-	stream []string
-	revs   []uint64
+	mu      sync.Mutex // renew and release
+	b       *backendClaims
+	group   string
+	keys    []string
+	stream  []string
+	revs    []uint64
+	renewed time.Time     // the last time every key was renewed (or created)
+	lost    chan struct{} // closed once, by markLost
+	isLost  bool          // guarded by mu
+
+	releaseOnce sync.Once
+	releaseErr  error
+	backend     interface{ forget(*claim) bool } // the holder; forget reports whether it still held c
+}
+
+// Lost is closed once the claim is lost (see above).
+func (c *claim) Lost() <-chan struct{} { return c.lost }
+
+// Release gives the partitions back, unless Close released them already.
+func (c *claim) Release() error {
+	c.releaseOnce.Do(func() {
+		if c.backend.forget(c) {
+			c.releaseErr = c.release()
+		}
+	})
+	return c.releaseErr
+}
+
+// markLost closes lost once; mu is held.
+func (c *claim) markLost(why string, err error) {
+	if c.isLost {
+		return
+	}
+	c.isLost = true
+	close(c.lost)
+	c.b.log.Error("jetstream: claim lost", zap.String("group", c.group), zap.Strings("streams", c.stream),
+		zap.String("why", why), zap.Error(err))
 }
 
 // backendClaims is what claims need of the backend, apart from its type
@@ -43,10 +80,10 @@ func (b *Backend[T]) claimsOf() *backendClaims {
 }
 
 // Claim makes this backend the only reader of partitions of group until
-// unclaim, in every process: a partition claimed already is an error
-// matching isb.ErrGroupInUse, and nothing is claimed.
-func (b *Backend[T]) Claim(group string, partitions []int) (func() error, error) {
-	c := &claim{b: b.claimsOf(), group: group}
+// the lease is released or lost, in every process: a partition claimed
+// already is an error matching isb.ErrGroupInUse, and nothing is claimed.
+func (b *Backend[T]) Claim(group string, partitions []int) (isb.Lease, error) {
+	c := &claim{b: b.claimsOf(), group: group, lost: make(chan struct{}), renewed: time.Now(), backend: b}
 	for _, p := range partitions {
 		key := b.names.key(p, group)
 		ctx, cancel := context.WithTimeout(b.ctx, b.cfg.requestTimeout)
@@ -70,20 +107,17 @@ func (b *Backend[T]) Claim(group string, partitions []int) (func() error, error)
 	}
 	b.held[c] = struct{}{}
 	b.claimMu.Unlock()
-	var once sync.Once
-	var err error
-	return func() error {
-		once.Do(func() {
-			b.claimMu.Lock()
-			_, mine := b.held[c]
-			delete(b.held, c)
-			b.claimMu.Unlock()
-			if mine { // not released by Close already
-				err = c.release()
-			}
-		})
-		return err
-	}, nil
+	return c, nil
+}
+
+// forget stops renewing c and reports whether the backend still held it
+// (Close releases the claims it holds itself).
+func (b *Backend[T]) forget(c *claim) bool {
+	b.claimMu.Lock()
+	defer b.claimMu.Unlock()
+	_, held := b.held[c]
+	delete(b.held, c)
+	return held
 }
 
 // release deletes the claimed keys, each only if it is still this claim's.
@@ -103,22 +137,41 @@ func (c *claim) release() error {
 	return errors.Join(errs...)
 }
 
-// renew extends every claimed key's lease.
-func (c *claim) renew(ctx context.Context) {
+// renew extends every claimed key's lease, and marks the claim lost when
+// a key is gone or rewritten, or when renewals failed for a whole TTL.
+func (c *claim) renew(ctx context.Context, ttl time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.isLost {
+		return
+	}
+	ok := true
 	for i, key := range c.keys {
 		rctx, cancel := context.WithTimeout(ctx, c.b.timeout)
 		rev, err := c.b.kv.Update(rctx, key, []byte(c.b.id), c.revs[i])
 		cancel()
 		if err != nil {
-			// A claim lost to expiry (another process took it) cannot be
-			// taken back here; a failed renewal is tried again next time.
+			if ctx.Err() != nil {
+				return // closing
+			}
+			if !transient(err) {
+				// Expired and deleted, or taken over by another process:
+				// it cannot be taken back.
+				c.markLost("the claim's key is gone or another process holds it", err)
+				return
+			}
+			ok = false
 			c.b.log.Warn("jetstream: claim not renewed", zap.String("stream", c.stream[i]),
 				zap.String("group", c.group), zap.Error(err))
 			continue
 		}
 		c.revs[i] = rev
+	}
+	switch {
+	case ok:
+		c.renewed = time.Now()
+	case time.Since(c.renewed) >= ttl:
+		c.markLost("no renewal reached the server for a whole ClaimTTL", nil)
 	}
 }
 
@@ -139,7 +192,7 @@ func (b *Backend[T]) renewLoop() {
 		}
 		b.claimMu.Unlock()
 		for _, c := range held {
-			c.renew(b.ctx)
+			c.renew(b.ctx, b.cfg.claimTTL)
 		}
 	}
 }

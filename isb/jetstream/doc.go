@@ -56,8 +56,7 @@
 //
 // Client-owned positions with batched direct gets read about twice as fast
 // as the best server-owned path, keep the forwarder's offsets, need no
-// in-progress upkeep (the isb.AckDeadlines interface has nothing to do
-// here) and leave no per-reader state in the server: a read is one
+// in-progress upkeep and leave no per-reader state in the server: a read is one
 // stateless request, so readers at any positions, in any process, share
 // one subscription. Commits go to a KV bucket: a durable consumer would
 // have to be reset (far slower) or fed every message to acknowledge one.
@@ -66,9 +65,10 @@
 //
 // An append publishes its items asynchronously (core publishes with reply
 // subjects on one wildcard subscription, at most MaxOutstanding of the
-// backend waiting for an acknowledgement) and waits for every
-// acknowledgement; the log is an isb.ConcurrentLog, so appends of several
-// goroutines overlap. A publish not acknowledged within AckTimeout, or cut
+// backend waiting for an acknowledgement) and returns a deferred isb.Write
+// that waits for every acknowledgement (isb.Caps Concurrent and Deferred):
+// appends of several goroutines overlap, and so do the writes a single
+// producer keeps in flight (Producer.StageTo, a pipeline's source). A publish not acknowledged within AckTimeout, or cut
 // by a reconnect, is sent again with the same message id until
 // RetryTimeout: the server stores one message per id within Duplicates,
 // and answers a repeat with the first one's sequence, so a retry after a
@@ -76,7 +76,8 @@
 // their order unless a retry stores an item after a later one that went
 // through at the first try. The offsets of one append are not contiguous
 // when others append to the stream at the same time; the offset of its
-// last item is exact, and the topic uses nothing else (see "Contract").
+// last item is exact once its Write completes, and the topic uses nothing
+// else (see "Contract").
 // After an append its process announces the new last sequence on the
 // partition's core subject.
 //
@@ -96,7 +97,7 @@
 // append call), a watch of the commit bucket, and a refresh of each
 // stream's state every Refresh (for writers that announce nothing). A
 // change wakes the topic's blocked Pulls and the producers waiting for
-// room (isb.Watched), so a Pull wakes on data from any process without a
+// room (isb.Log.Watch), so a Pull wakes on data from any process without a
 // request per Pull. A JetStream pull request would also wait in the
 // server, but only on a consumer, which would have to be reset to skip
 // ahead after every wake (a reset each, above).
@@ -177,43 +178,31 @@
 //
 // # Contract
 //
-// This package implements the isb contract as it stands (isb.Backend,
-// isb.Log, isb.ConcurrentLog, isb.Watched, isb.Membership). Where that
-// contract was shaped on in-process storage, JetStream decided otherwise;
-// docs/isb-contract.md gives the reshaped contract for phase 2. In short:
+// The isb contract was reshaped on this package (docs/isb-contract.md has
+// the call-by-call account):
 //
-//   - Append returns the first offset of contiguous ones. JetStream assigns
-//     sequences in the acknowledgements, and other publishers interleave:
-//     only each item's own offset is exact. Append returns the last
-//     offset minus len-1, which makes ProduceTo and ProduceBatchLast
-//     exact. Phase 2: an append returns a completion with the offsets.
-//   - StagedLog.Stage must return offsets before the flush: not
-//     implementable. A producer of one goroutine therefore waits for every
-//     batch's acknowledgements before it sends the next, slower than four
-//     goroutines on the same stream (docs/benchmarks.md). Phase 2:
-//     one asynchronous append for every storage.
-//   - An append that fails has stored nothing, says the Log contract; a
-//     remote append can store part of a batch. It retries the rest with
-//     the same ids (so a failure needs RetryTimeout of outage), then fails
-//     with some items stored. Phase 2: the completion says what was stored
-//     and can be retried under the same ids; atomic batches (all or
-//     nothing, contiguous) measured slower than this append.
-//   - Release, Used, Pending and the capacity gate are the topic's, from
-//     the groups this process knows. Retention here never goes below a
-//     commit in the bucket; Used and Pending count what this process knows.
-//     Phase 2: storage that owns groups, retention and limits declares it
-//     and gets no Release, no gate, and answers usage itself.
-//   - Read, Commit, Committed and Groups take no context and (Committed,
-//     Groups) return no error: they retry until RetryTimeout or the topic
-//     closes, Committed reports a group it cannot read as new (its next
-//     commit keeps the bucket's higher value), Groups answers from the
-//     commit watch. A Pull holds its consumer's lock across the Read,
-//     Commit and CommitTo across the KV update: a server outage stalls
-//     commits and Close for up to RetryTimeout. Phase 2: context and
-//     errors on every remote call, none under a consumer's lock.
-//   - A blocked Pull learns nothing but wake-ups: a stream deleted under
-//     it is reported by moving the tail one past what was stored, so the
-//     Pull reads and gets ErrStreamDeleted. Phase 2: a storage wait that
-//     returns errors.
-//   - isb.AckDeadlines: not implemented, nothing is redelivered.
+//   - Every append returns an isb.Write, its completion; the offset of its
+//     last item is known when it completes. An append that fails after
+//     RetryTimeout may have stored part of its batch (the error says how
+//     many messages were not acknowledged): at-least-once, and a retry of
+//     the whole batch by the caller stores new message ids. Atomic batches
+//     (all or nothing, contiguous) measured slower than this append.
+//   - The storage declares isb.Caps{Concurrent, Deferred, Shared,
+//     OwnsLimits}: the topic keeps no capacity gate (isb.Capacity is
+//     refused) and the usage limit is this package's (UsageLimit).
+//     Release stays: it carries this process's groups and Topic.Retain
+//     holds, and retention never deletes below a commit any process holds
+//     in the bucket. Holds of other processes are not seen (issue 21
+//     keeps them in the server).
+//   - Read and Commit take the consumer's context, which ends when it
+//     closes; no call runs under the consumer's lock, so a server outage
+//     stalls neither its commits nor its Close. Committed and Groups
+//     return errors: a group whose commit cannot be read fails the join.
+//   - A claim is an isb.Lease, lost when its key is gone or rewritten or
+//     no renewal succeeded for a ClaimTTL: the consumer stops with
+//     isb.ErrClaimLost.
+//   - A blocked Pull learns of a stream deleted under it through Watch:
+//     the tail moves one past what was stored, so the Pull reads and gets
+//     ErrStreamDeleted. A blocking wait per partition would cost a
+//     goroutine per consumer partition (see isb.Log.Watch).
 package jetstream

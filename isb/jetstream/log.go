@@ -230,16 +230,33 @@ func (l *log[T]) request(parent context.Context, op string, f func(ctx context.C
 	}
 }
 
+// bound returns a context that ends with ctx and with base, the log's own
+// (sealed when the topic closes): a call ends when either does. With a ctx
+// that never ends it is base itself, without an allocation.
+func (l *log[T]) bound(ctx context.Context) (context.Context, func()) {
+	if ctx.Done() == nil {
+		return l.ctx, func() {}
+	}
+	c, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(l.ctx, cancel)
+	return c, func() { stop(); cancel() }
+}
+
 // Commit stores group's commit in the bucket by compare-and-set, so that
-// a stale commit of another process never moves it back.
-func (l *log[T]) Commit(group string, offset int64) error {
+// a stale commit of another process never moves it back. It ends when ctx
+// ends (the consumer closes) or after RetryTimeout; it is not ended by the
+// log's seal, so a commit racing with Topic.Close still lands.
+func (l *log[T]) Commit(ctx context.Context, group string, offset int64) error {
 	if offset > l.Tail() {
 		return &StreamError{Stream: l.stream, Op: "commit", Kind: isb.ErrOutOfRange,
 			Err: errors.New("offset " + strconv.FormatInt(offset, 10) + " past the tail " + strconv.FormatInt(l.Tail(), 10))}
 	}
 	key := l.b.names.key(l.p, group)
 	val := strconv.AppendInt(nil, offset, 10)
-	return l.request(l.b.ctx, "commit", func(ctx context.Context) error {
+	parent, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(l.b.ctx, cancel)()
+	return l.request(parent, "commit", func(ctx context.Context) error {
 		for {
 			var err error
 			var next uint64
@@ -294,11 +311,10 @@ func (l *log[T]) get(ctx context.Context, group string) (off int64, rev uint64, 
 
 // Committed reads group's commit from the bucket, so that a member
 // joining in this process resumes from what another process committed.
-// A bucket that cannot be read (after RetryTimeout) is logged and reported
-// as no commit, which the topic treats as a new group: its first commit
-// then keeps the bucket's higher value (compare-and-set), and at worst
-// items are delivered again.
-func (l *log[T]) Committed(group string) (int64, bool) {
+// A bucket that cannot be read (after RetryTimeout) is an error: the join
+// fails rather than start the member where it would read again what the
+// group consumed.
+func (l *log[T]) Committed(group string) (int64, bool, error) {
 	var off int64
 	var ok bool
 	err := l.request(l.b.ctx, "read commit", func(ctx context.Context) error {
@@ -310,13 +326,12 @@ func (l *log[T]) Committed(group string) (int64, bool) {
 		return err
 	})
 	if err != nil {
-		l.b.cfg.log.Error("jetstream: cannot read a group's commit", zap.String("stream", l.stream), zap.String("group", group), zap.Error(err))
-		return l.Head(), false
+		return l.Head(), false, err
 	}
 	if !ok {
-		return l.Head(), false
+		return l.Head(), false, nil
 	}
-	return off, true
+	return off, true, nil
 }
 
 // deleteGroup purges group's key of this partition.

@@ -179,6 +179,14 @@ func parseAck(m *nats.Msg) pubResult {
 // A message the client could not send fails with that error, and so do
 // the messages after it, unsent: what is sent keeps its order.
 func (p *publisher) publish(ctx context.Context, msgs []*nats.Msg, ackTimeout time.Duration) ([]pubResult, error) {
+	id, r := p.send(ctx, msgs)
+	return p.await(ctx, id, r, ackTimeout)
+}
+
+// send sends msgs as a new round, waiting only for slots of the
+// MaxOutstanding semaphore (answers to earlier rounds free them), and
+// returns the round for await.
+func (p *publisher) send(ctx context.Context, msgs []*nats.Msg) (uint64, *round) {
 	n := len(msgs)
 	r := &round{res: make([]pubResult, n), sent: make([]bool, n), got: make([]bool, n), left: n, done: make(chan struct{})}
 	p.mu.Lock()
@@ -206,6 +214,12 @@ func (p *publisher) publish(ctx context.Context, msgs []*nats.Msg, ackTimeout ti
 			break
 		}
 	}
+	return id, r
+}
+
+// await waits for the answers of round id, at most ackTimeout from now,
+// or until ctx ends; what is unanswered then fails.
+func (p *publisher) await(ctx context.Context, id uint64, r *round, ackTimeout time.Duration) ([]pubResult, error) {
 	timer := time.NewTimer(ackTimeout)
 	defer timer.Stop()
 	var err error

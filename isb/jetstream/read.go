@@ -18,8 +18,9 @@ import (
 // and ends the batch before it otherwise. A message missing inside the
 // retained range (deleted by hand) is a *StreamError of kind ErrGap,
 // which also matches isb.ErrCorrupt: the consumer steps past it with Skip.
-// Transient failures are retried until RetryTimeout.
-func (l *log[T]) Read(offset int64, max int, buf []T) ([]T, error) {
+// Transient failures are retried until RetryTimeout, the log is sealed or
+// ctx ends (the consumer's, which ends when it closes).
+func (l *log[T]) Read(ctx context.Context, offset int64, max int, buf []T) ([]T, error) {
 	if max < 1 {
 		return nil, fmt.Errorf("jetstream: read of %d items: must be at least 1", max)
 	}
@@ -32,7 +33,9 @@ func (l *log[T]) Read(offset int64, max int, buf []T) ([]T, error) {
 	}
 	seq := uint64(offset) + 1
 	var end batchEnd
-	err := l.request(l.ctx, "read", func(ctx context.Context) error {
+	parent, stop := l.bound(ctx)
+	defer stop()
+	err := l.request(parent, "read", func(ctx context.Context) error {
 		var err error
 		end, err = l.fetch(ctx, seq, max, false)
 		return err
@@ -42,7 +45,7 @@ func (l *log[T]) Read(offset int64, max int, buf []T) ([]T, error) {
 	}
 	if end.last != seq+uint64(len(end.msgs))-1 {
 		// Not contiguous from seq: find where the gap is.
-		if err := l.request(l.ctx, "read", func(ctx context.Context) error {
+		if err := l.request(parent, "read", func(ctx context.Context) error {
 			var err error
 			end, err = l.fetch(ctx, seq, max, true)
 			return err

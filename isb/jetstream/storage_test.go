@@ -49,10 +49,7 @@ func TestSuite(t *testing.T) {
 }
 
 // The shared-storage suite: every "process" is a topic on a connection
-// of its own to one server. The SharedStore double's ack-deadline check
-// (isbtest's TestSharedAckDeadlineUpkeep) has no counterpart: positions
-// are the client's and nothing is redelivered, so the logs are not
-// isb.AckDeadlines (see the package doc).
+// of its own to one server (procs_test.go runs real processes).
 func TestSharedSuite(t *testing.T) {
 	srv := natstest.Start(t)
 	isbtest.RunShared(t, func(_ testing.TB, limit int64) isbtest.SharedStorage {

@@ -49,14 +49,15 @@ func NewTopic[T any](name string, opts ...isb.TopicOption) (*isb.Topic[T], error
 }
 
 // Open creates the topic's empty partitions. A Backend can be opened once.
-func (b *Backend[T]) Open(topic string, partitions int) error {
+// Its logs are concurrent; their writes complete at once.
+func (b *Backend[T]) Open(topic string, partitions int) (isb.Caps, error) {
 	if partitions < 1 {
-		return &isb.OptionError{Package: "memory", Option: "Partitions", Value: partitions, Reason: "must be at least 1"}
+		return isb.Caps{}, &isb.OptionError{Package: "memory", Option: "Partitions", Value: partitions, Reason: "must be at least 1"}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.logs != nil || b.closed {
-		return fmt.Errorf("%w: opening topic %q, already holding %q", ErrOpened, topic, b.topic)
+		return isb.Caps{}, fmt.Errorf("%w: opening topic %q, already holding %q", ErrOpened, topic, b.topic)
 	}
 	b.topic = topic
 	logs := make([]*Log[T], partitions)
@@ -64,7 +65,7 @@ func (b *Backend[T]) Open(topic string, partitions int) error {
 		logs[p] = newLog[T](topic, p, b.cfg, b.groups.Add)
 	}
 	b.logs = logs
-	return nil
+	return isb.Caps{Concurrent: true}, nil
 }
 
 // Partition returns the log of partition p. It panics when p is not in
@@ -81,7 +82,11 @@ func (b *Backend[T]) Log(p int) *Log[T] {
 }
 
 // Groups returns, sorted, the groups that have committed on any partition.
-func (b *Backend[T]) Groups() []string { return b.groups.Sorted() }
+func (b *Backend[T]) Groups() ([]string, error) { return b.groups.Sorted(), nil }
+
+// Claim returns isb.NoLease: memory storage belongs to one process, whose
+// topic keeps the claims.
+func (b *Backend[T]) Claim(string, []int) (isb.Lease, error) { return isb.NoLease, nil }
 
 // DeleteGroup forgets group's commits on every partition and removes it
 // from Groups. A group it does not hold is not an error.

@@ -16,7 +16,7 @@
 // # Concurrency
 //
 // A Log serializes its own appends, so the topic calls it without a lock of
-// its own ([isb.ConcurrentLog]): the tail and the appenders' lock share one
+// its own ([isb.Caps] Concurrent): the tail and the appenders' lock share one
 // atomic word. An append takes the lock with a compare-and-swap, fills its
 // slots, and publishes the new tail and drops the lock with one swap: two
 // atomic operations on one cache line per append, as many as a Go channel

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 
@@ -11,7 +12,7 @@ import (
 //
 // Offsets start at 0. Item o lives in segment o/SegmentSize at slot
 // o%SegmentSize. Every method is safe for concurrent use. Log serializes its
-// own appends (it implements [isb.ConcurrentLog], so the topic adds no lock
+// own appends (it declares isb.Caps.Concurrent, so the topic adds no lock
 // of its own) with a lock word that is also the tail; every other method is
 // lock-free with respect to Append.
 type Log[T any] struct {
@@ -65,14 +66,15 @@ func newLog[T any](topic string, partition int, cfg config, onGroup func(string)
 	return l
 }
 
-// Append stores items at the tail and returns the offset of the first. The
-// items are copied into segments; they become visible to Read all at once,
-// when the new tail is published. It allocates only when it needs a segment
-// and the free list is empty. It is safe for concurrent use.
-func (l *Log[T]) Append(items []T) (first int64, err error) {
+// Append stores items at the tail and returns the write, complete: the
+// items are copied into segments and become visible to Read all at once,
+// when the new tail is published, before Append returns. It allocates only
+// when it needs a segment and the free list is empty. It is safe for
+// concurrent use.
+func (l *Log[T]) Append(items []T) (isb.Write, error) {
 	first, ok := l.tl.lock()
 	if !ok {
-		return 0, l.closedError()
+		return isb.Write{}, l.closedError()
 	}
 	f := &l.fill
 	for rest := items; len(rest) > 0; {
@@ -86,16 +88,16 @@ func (l *Log[T]) Append(items []T) (first int64, err error) {
 	// Publishing the tail last is what makes the slots above safe to read
 	// without a lock: a reader that sees the new tail sees their contents.
 	l.tl.unlock(first + int64(len(items)))
-	return first, nil
+	return isb.Completed(first + int64(len(items)) - 1), nil
 }
 
-// AppendOne stores item at the tail and returns its offset: Append of one
-// item, without a slice (which would escape to the heap through the
-// interface call of the topic). It is safe for concurrent use.
-func (l *Log[T]) AppendOne(item T) (offset int64, err error) {
+// AppendOne stores item at the tail: Append of one item, without a slice
+// (which would escape to the heap through the interface call of the
+// topic). It is safe for concurrent use.
+func (l *Log[T]) AppendOne(item T) (isb.Write, error) {
 	offset, ok := l.tl.lock()
 	if !ok {
-		return 0, l.closedError()
+		return isb.Write{}, l.closedError()
 	}
 	f := &l.fill
 	if f.n == len(f.items) {
@@ -104,8 +106,12 @@ func (l *Log[T]) AppendOne(item T) (offset int64, err error) {
 	f.items[f.n] = item
 	f.n++
 	l.tl.unlock(offset + 1)
-	return offset, nil
+	return isb.Completed(offset), nil
 }
+
+// Watch does nothing: the topic wakes its readers after its own appends,
+// and nobody else appends to memory storage.
+func (l *Log[T]) Watch(func()) {}
 
 // Seal waits for the appends in flight and makes every later Append and
 // AppendOne fail with an error matching isb.ErrClosed; reads, commits and
@@ -178,7 +184,7 @@ func (l *Log[T]) grow(old *ring[T], num int64) *ring[T] {
 //
 // Cost: one division and six atomic loads (closed, tail word, head, ring,
 // slot, segment base), whatever the number of segments; no lock, no allocation.
-func (l *Log[T]) Read(offset int64, max int, _ []T) ([]T, error) {
+func (l *Log[T]) Read(_ context.Context, offset int64, max int, _ []T) ([]T, error) {
 	if l.closed.Load() {
 		return nil, l.closedError()
 	}
@@ -216,7 +222,7 @@ func (l *Log[T]) Tail() int64 { return l.tl.tail() }
 // Commit records, in memory, that group has consumed every offset below
 // offset (0 <= offset <= Tail()). Commits never move backwards: a lower
 // offset than the stored one is a no-op.
-func (l *Log[T]) Commit(group string, offset int64) error {
+func (l *Log[T]) Commit(_ context.Context, group string, offset int64) error {
 	if l.closed.Load() {
 		return l.closedError()
 	}
@@ -230,12 +236,12 @@ func (l *Log[T]) Commit(group string, offset int64) error {
 }
 
 // Committed returns group's commit on this partition, or (Head(), false)
-// when it has none.
-func (l *Log[T]) Committed(group string) (offset int64, ok bool) {
+// when it has none. It never fails.
+func (l *Log[T]) Committed(group string) (offset int64, ok bool, err error) {
 	if v := l.commits.get(group); v != nil {
-		return v.Load(), true
+		return v.Load(), true, nil
 	}
-	return l.head.Load(), false
+	return l.head.Load(), false, nil
 }
 
 // deleteGroup forgets group's commit on this partition.

@@ -1,6 +1,7 @@
 package memory_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -20,7 +21,7 @@ func openLogs[T any](t *testing.T, partitions int, opts ...memory.Option) (*memo
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	if err := b.Open("t", partitions); err != nil {
+	if _, err := b.Open("t", partitions); err != nil {
 		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() { b.Close() })
@@ -39,12 +40,61 @@ func seq(from, n int) []int {
 	return s
 }
 
+var ctx = context.Background()
+
+// appendFirst appends items, checks that the Write is complete at once
+// (memory's writes are not deferred), waits it and returns the offset of
+// the first item (the Write reports the last).
+func appendFirst[T any](t testing.TB, l *memory.Log[T], items []T) int64 {
+	t.Helper()
+	w, err := l.Append(items)
+	if err != nil {
+		t.Fatalf("Append(%d items): %v", len(items), err)
+	}
+	if w.Pending() {
+		t.Fatalf("Append(%d items) returned a pending Write; memory's writes complete at once", len(items))
+	}
+	last, err := w.Wait(ctx)
+	if err != nil {
+		t.Fatalf("Wait of Append(%d items): %v", len(items), err)
+	}
+	return last - int64(len(items)) + 1
+}
+
 func mustAppend[T any](t *testing.T, l *memory.Log[T], items []T, wantFirst int64) {
 	t.Helper()
-	first, err := l.Append(items)
-	if err != nil || first != wantFirst {
-		t.Fatalf("Append(%d items) = %d, %v; want %d, nil", len(items), first, err, wantFirst)
+	if first := appendFirst(t, l, items); first != wantFirst {
+		t.Fatalf("Append(%d items) at %d; want %d", len(items), first, wantFirst)
 	}
+}
+
+// waitWrite waits the Write of an Append and returns its last offset; it
+// does not need t, so goroutines use it.
+func waitWrite(w isb.Write, err error) (last int64, _ error) {
+	if err != nil {
+		return -1, err
+	}
+	return w.Wait(ctx)
+}
+
+// committed is Log.Committed, which never fails on memory storage.
+func committed[T any](t testing.TB, l *memory.Log[T], group string) (int64, bool) {
+	t.Helper()
+	off, ok, err := l.Committed(group)
+	if err != nil {
+		t.Errorf("Committed(%s): %v", group, err)
+	}
+	return off, ok
+}
+
+// groupsOf is Backend.Groups, which never fails on memory storage.
+func groupsOf[T any](t testing.TB, b *memory.Backend[T]) []string {
+	t.Helper()
+	g, err := b.Groups()
+	if err != nil {
+		t.Errorf("Groups: %v", err)
+	}
+	return g
 }
 
 func TestOptionsValidated(t *testing.T) {
@@ -73,13 +123,15 @@ func TestOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	var oe *isb.OptionError
-	if err := b.Open("t", 0); !errors.As(err, &oe) || oe.Option != "Partitions" {
+	if _, err := b.Open("t", 0); !errors.As(err, &oe) || oe.Option != "Partitions" {
 		t.Fatalf("Open with 0 partitions = %v; want *isb.OptionError for Partitions", err)
 	}
-	if err := b.Open("t", 3); err != nil {
-		t.Fatal(err)
+	// Memory logs serialize their own appends, and their writes complete
+	// at once.
+	if caps, err := b.Open("t", 3); err != nil || caps != (isb.Caps{Concurrent: true}) {
+		t.Fatalf("Open = %+v, %v; want Caps{Concurrent: true}, nil", caps, err)
 	}
-	if err := b.Open("u", 1); !errors.Is(err, memory.ErrOpened) {
+	if _, err := b.Open("u", 1); !errors.Is(err, memory.ErrOpened) {
 		t.Fatalf("second Open = %v; want ErrOpened", err)
 	}
 	for p := range 3 {
@@ -87,7 +139,7 @@ func TestOpen(t *testing.T) {
 			t.Errorf("partition %d: head %d tail %d; want 0 0", p, l.Head(), l.Tail())
 		}
 	}
-	if g := b.Groups(); len(g) != 0 {
+	if g := groupsOf(t, b); len(g) != 0 {
 		t.Errorf("Groups of a new backend = %v; want none", g)
 	}
 	b.Close()
@@ -121,20 +173,20 @@ func TestAppendReadAcrossSegments(t *testing.T) {
 		{18, 100, []int{18, 19}},
 		{19, 5, []int{19}},
 	} {
-		got, err := l.Read(tc.offset, tc.max, nil)
+		got, err := l.Read(ctx, tc.offset, tc.max, nil)
 		if err != nil || !slices.Equal(got, tc.want) || cap(got) != len(got) {
 			t.Errorf("Read(%d, %d) = %v (cap %d), %v; want %v", tc.offset, tc.max, got, cap(got), err, tc.want)
 		}
 	}
 	// Every offset is readable, one at a time, with its own value.
 	for o := range int64(20) {
-		got, err := l.Read(o, 1, nil)
+		got, err := l.Read(ctx, o, 1, nil)
 		if err != nil || len(got) != 1 || got[0] != int(o) {
 			t.Fatalf("Read(%d, 1) = %v, %v", o, got, err)
 		}
 	}
 	// A Read aliases storage: no copy and no allocation.
-	if a := testing.AllocsPerRun(100, func() { _, _ = l.Read(3, 3, nil) }); a != 0 {
+	if a := testing.AllocsPerRun(100, func() { _, _ = l.Read(ctx, 3, 3, nil) }); a != 0 {
 		t.Errorf("Read allocates %v times; want 0", a)
 	}
 }
@@ -147,21 +199,21 @@ func TestReadOutOfRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range []int64{-1, 0, 4, 10, 11} {
-		_, err := l.Read(o, 1, nil)
+		_, err := l.Read(ctx, o, 1, nil)
 		var oe *memory.OffsetError
 		if !errors.As(err, &oe) || !errors.Is(err, isb.ErrOutOfRange) ||
 			oe.Offset != o || oe.Head != 5 || oe.Tail != 10 || oe.Op != "read" || oe.Partition != 1 || oe.Topic != "t" {
 			t.Errorf("Read(%d) error = %#v; want OffsetError{read %d head 5 tail 10 partition 1}", o, err, o)
 		}
 	}
-	_, err := l.Read(4, 1, nil)
+	_, err := l.Read(ctx, 4, 1, nil)
 	if want := `memory: topic "t" partition 1: read at offset 4: the log holds [5, 10)`; err == nil || err.Error() != want {
 		t.Errorf("Read(4) error text = %v; want %q", err, want)
 	}
-	if _, err := l.Read(5, 0, nil); !errors.Is(err, memory.ErrReadSize) {
+	if _, err := l.Read(ctx, 5, 0, nil); !errors.Is(err, memory.ErrReadSize) {
 		t.Errorf("Read(5, 0) error = %v; want ErrReadSize", err)
 	}
-	if got, err := l.Read(5, 10, nil); err != nil || !slices.Equal(got, []int{5, 6, 7}) {
+	if got, err := l.Read(ctx, 5, 10, nil); err != nil || !slices.Equal(got, []int{5, 6, 7}) {
 		t.Errorf("Read(5, 10) = %v, %v; want [5 6 7]", got, err)
 	}
 }
@@ -191,12 +243,12 @@ func TestReleaseAndHead(t *testing.T) {
 		}
 	}
 	// A group that never committed starts at the head: past every released item.
-	if off, ok := l.Committed("late"); ok || off != 6 {
+	if off, ok := committed(t, l, "late"); ok || off != 6 {
 		t.Errorf("Committed(late) = %d, %v; want 6, false", off, ok)
 	}
 	// The log keeps its offsets after a release.
 	mustAppend(t, l, seq(6, 3), 6)
-	if got, err := l.Read(6, 10, nil); err != nil || !slices.Equal(got, []int{6, 7}) {
+	if got, err := l.Read(ctx, 6, 10, nil); err != nil || !slices.Equal(got, []int{6, 7}) {
 		t.Errorf("Read(6) = %v, %v; want [6 7]", got, err)
 	}
 }
@@ -205,7 +257,7 @@ func TestCommits(t *testing.T) {
 	b, logs := openLogs[int](t, 2)
 	mustAppend(t, logs[0], seq(0, 10), 0)
 	mustAppend(t, logs[1], seq(0, 4), 0)
-	if off, ok := logs[0].Committed("a"); ok || off != 0 {
+	if off, ok := committed(t, logs[0], "a"); ok || off != 0 {
 		t.Errorf("Committed(a) before any commit = %d, %v; want 0, false", off, ok)
 	}
 	steps := []struct {
@@ -224,7 +276,7 @@ func TestCommits(t *testing.T) {
 		{1, "c", 4, 4},
 	}
 	for _, s := range steps {
-		err := logs[s.p].Commit(s.group, s.offset)
+		err := logs[s.p].Commit(ctx, s.group, s.offset)
 		if s.want < 0 {
 			var oe *memory.OffsetError
 			if !errors.As(err, &oe) || oe.Op != "commit" || oe.Offset != s.offset {
@@ -235,14 +287,14 @@ func TestCommits(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Commit(%s, %d) on %d: %v", s.group, s.offset, s.p, err)
 		}
-		if off, ok := logs[s.p].Committed(s.group); !ok || off != s.want {
+		if off, ok := committed(t, logs[s.p], s.group); !ok || off != s.want {
 			t.Errorf("after Commit(%s, %d) on %d: Committed = %d, %v; want %d, true", s.group, s.offset, s.p, off, ok, s.want)
 		}
 	}
-	if off, ok := logs[1].Committed("a"); ok || off != 0 {
+	if off, ok := committed(t, logs[1], "a"); ok || off != 0 {
 		t.Errorf("Committed(a) on partition 1 = %d, %v; want 0, false", off, ok)
 	}
-	if g := b.Groups(); !slices.Equal(g, []string{"a", "b", "c"}) {
+	if g := groupsOf(t, b); !slices.Equal(g, []string{"a", "b", "c"}) {
 		t.Errorf("Groups = %v; want [a b c]", g)
 	}
 }
@@ -260,16 +312,16 @@ func TestClosed(t *testing.T) {
 	if _, err := l.Append([]int{1}); !errors.Is(err, isb.ErrClosed) {
 		t.Errorf("Append after Close = %v; want ErrClosed", err)
 	}
-	if _, err := l.Read(0, 1, nil); !errors.Is(err, isb.ErrClosed) {
+	if _, err := l.Read(ctx, 0, 1, nil); !errors.Is(err, isb.ErrClosed) {
 		t.Errorf("Read after Close = %v; want ErrClosed", err)
 	}
-	if err := l.Commit("g", 1); !errors.Is(err, isb.ErrClosed) {
+	if err := l.Commit(ctx, "g", 1); !errors.Is(err, isb.ErrClosed) {
 		t.Errorf("Commit after Close = %v; want ErrClosed", err)
 	}
 	if err := l.Release(1); !errors.Is(err, isb.ErrClosed) {
 		t.Errorf("Release after Close = %v; want ErrClosed", err)
 	}
-	if err := b.Open("t", 1); !errors.Is(err, memory.ErrOpened) {
+	if _, err := b.Open("t", 1); !errors.Is(err, memory.ErrOpened) {
 		t.Errorf("Open after Close = %v; want ErrOpened", err)
 	}
 }
@@ -296,10 +348,7 @@ func TestRecyclingSteadyStateAllocatesNothing(t *testing.T) {
 	l := logs[0]
 	batch := seq(0, 5)
 	step := func() {
-		first, err := l.Append(batch)
-		if err != nil {
-			t.Fatal(err)
-		}
+		first := appendFirst(t, l, batch)
 		if err := l.Release(first + int64(len(batch))); err != nil {
 			t.Fatal(err)
 		}
@@ -311,12 +360,9 @@ func TestRecyclingSteadyStateAllocatesNothing(t *testing.T) {
 		t.Errorf("Append+Release in steady state allocates %v times per run; want 0", a)
 	}
 	// Items keep their offsets and values through recycling.
-	first, err := l.Append(batch)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := appendFirst(t, l, batch)
 	for o := first; o < l.Tail(); {
-		got, err := l.Read(o, 5, nil)
+		got, err := l.Read(ctx, o, 5, nil)
 		if err != nil || len(got) == 0 || got[0] != int(o-first) {
 			t.Fatalf("Read(%d) = %v, %v; want %d first", o, got, err, o-first)
 		}
@@ -331,7 +377,7 @@ func TestRecycledSegmentsAreCleared(t *testing.T) {
 	l := logs[0]
 	v := [6]int{0, 1, 2, 3, 4, 5}
 	mustAppend(t, l, []*int{&v[0], &v[1], &v[2], &v[3]}, 0) // segments 0 and 1
-	held, err := l.Read(0, 2, nil)
+	held, err := l.Read(ctx, 0, 2, nil)
 	if err != nil || len(held) != 2 {
 		t.Fatalf("Read(0) = %v, %v", held, err)
 	}
@@ -345,10 +391,10 @@ func TestRecycledSegmentsAreCleared(t *testing.T) {
 	if held[0] != &v[4] || held[1] != nil {
 		t.Errorf("segment 0 after recycling holds %v, %v; want &v[4], nil (reused and cleared)", held[0], held[1])
 	}
-	if _, err := l.Read(0, 1, nil); !errors.Is(err, isb.ErrOutOfRange) {
+	if _, err := l.Read(ctx, 0, 1, nil); !errors.Is(err, isb.ErrOutOfRange) {
 		t.Errorf("Read of a released offset = %v; want isb.ErrOutOfRange", err)
 	}
-	if got, err := l.Read(4, 2, nil); err != nil || len(got) != 1 || got[0] != &v[4] {
+	if got, err := l.Read(ctx, 4, 2, nil); err != nil || len(got) != 1 || got[0] != &v[4] {
 		t.Errorf("Read(4) = %v, %v; want [&v[4]]", got, err)
 	}
 }
@@ -363,7 +409,7 @@ func TestManySegmentsThenDrain(t *testing.T) {
 		mustAppend(t, l, seq(i, min(7, n-i)), int64(i))
 	}
 	for o := int64(0); o < n; {
-		got, err := l.Read(o, 5, nil)
+		got, err := l.Read(ctx, o, 5, nil)
 		if err != nil || len(got) == 0 || len(got) > 2 {
 			t.Fatalf("Read(%d) = %v, %v", o, got, err)
 		}
@@ -378,11 +424,11 @@ func TestManySegmentsThenDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustAppend(t, l, seq(n, 2), n)
-	if got, err := l.Read(n, 5, nil); err != nil || !slices.Equal(got, []int{n}) {
+	if got, err := l.Read(ctx, n, 5, nil); err != nil || !slices.Equal(got, []int{n}) {
 		t.Errorf("Read(%d) = %v, %v; want [%d] (segment boundary after it)", n, got, err, n)
 	}
 	if a := testing.AllocsPerRun(100, func() {
-		first, _ := l.Append([]int{1, 2})
+		first := appendFirst(t, l, []int{1, 2})
 		_ = l.Release(first + 2)
 	}); a != 0 {
 		t.Errorf("after draining, Append+Release allocates %v times; want 0", a)
@@ -404,7 +450,7 @@ func TestConcurrentWriterReaders(t *testing.T) {
 	groups := make([]string, readers)
 	for i := range groups {
 		groups[i] = fmt.Sprintf("g%d", i)
-		if err := l.Commit(groups[i], 0); err != nil { // known before any release
+		if err := l.Commit(ctx, groups[i], 0); err != nil { // known before any release
 			t.Fatal(err)
 		}
 	}
@@ -413,8 +459,9 @@ func TestConcurrentWriterReaders(t *testing.T) {
 	wg.Go(func() {
 		for i := 0; i < items; {
 			n := min(1+i%13, items-i)
-			if first, err := l.Append(seq(i, n)); err != nil || first != int64(i) {
-				t.Errorf("Append at %d = %d, %v", i, first, err)
+			last, err := waitWrite(l.Append(seq(i, n)))
+			if err != nil || last != int64(i+n-1) {
+				t.Errorf("Append of %d at %d = last %d, %v; want last %d", n, i, last, err, i+n-1)
 				failed.Store(true)
 				return
 			}
@@ -429,7 +476,7 @@ func TestConcurrentWriterReaders(t *testing.T) {
 					runtime.Gosched() // the writer is behind
 					continue
 				}
-				got, err := l.Read(next, 1+r*4, nil)
+				got, err := l.Read(ctx, next, 1+r*4, nil)
 				if err != nil {
 					t.Errorf("reader %d: Read(%d): %v", r, next, err)
 					failed.Store(true)
@@ -443,13 +490,13 @@ func TestConcurrentWriterReaders(t *testing.T) {
 					}
 				}
 				next += int64(len(got))
-				if err := l.Commit(groups[r], next); err != nil {
+				if err := l.Commit(ctx, groups[r], next); err != nil {
 					t.Errorf("reader %d: Commit(%d): %v", r, next, err)
 				}
 				// Release what every group has committed, as the topic does.
 				low := next
 				for _, g := range groups {
-					if c, _ := l.Committed(g); c < low {
+					if c, _ := committed(t, l, g); c < low {
 						low = c
 					}
 				}
@@ -463,7 +510,7 @@ func TestConcurrentWriterReaders(t *testing.T) {
 	if l.Head() != items || l.Tail() != items {
 		t.Errorf("head %d tail %d; want %d %d", l.Head(), l.Tail(), items, items)
 	}
-	if g := b.Groups(); !slices.Equal(g, groups) {
+	if g := groupsOf(t, b); !slices.Equal(g, groups) {
 		t.Errorf("Groups = %v; want %v", g, groups)
 	}
 }
@@ -487,18 +534,18 @@ func TestConcurrentAppenders(t *testing.T) {
 			for i := 0; i < each; {
 				v := a*each + i
 				if i%3 == 2 && i+4 <= each { // every third call a batch of 4
-					first, err := l.Append(seq(v, 4))
+					last, err := waitWrite(l.Append(seq(v, 4)))
 					if err != nil {
 						t.Error(err)
 						return
 					}
 					for k := range 4 {
-						at[a][i+k] = first + int64(k)
+						at[a][i+k] = last - 3 + int64(k)
 					}
 					i += 4
 					continue
 				}
-				off, err := l.AppendOne(v)
+				off, err := waitWrite(l.AppendOne(v))
 				if err != nil {
 					t.Error(err)
 					return
@@ -514,7 +561,7 @@ func TestConcurrentAppenders(t *testing.T) {
 	}
 	for a := range appenders {
 		for i, off := range at[a] {
-			got, err := l.Read(off, 1, nil)
+			got, err := l.Read(ctx, off, 1, nil)
 			if err != nil || got[0] != a*each+i {
 				t.Fatalf("appender %d item %d at offset %d: Read = %v, %v", a, i, off, got, err)
 			}
@@ -542,10 +589,10 @@ func TestSeal(t *testing.T) {
 	if l.Tail() != 3 {
 		t.Errorf("tail after Seal %d; want 3", l.Tail())
 	}
-	if got, err := l.Read(0, 5, nil); err != nil || !slices.Equal(got, seq(0, 3)) {
+	if got, err := l.Read(ctx, 0, 5, nil); err != nil || !slices.Equal(got, seq(0, 3)) {
 		t.Errorf("Read after Seal = %v, %v; want [0 1 2]", got, err)
 	}
-	if err := l.Commit("g", 3); err != nil {
+	if err := l.Commit(ctx, "g", 3); err != nil {
 		t.Errorf("Commit after Seal: %v", err)
 	}
 }

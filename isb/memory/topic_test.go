@@ -91,7 +91,7 @@ func TestTopicPullStopsAtSegmentBoundary(t *testing.T) {
 	if h := b.Log(0).Head(); h != 6 {
 		t.Errorf("head after the only group committed everything = %d; want 6", h)
 	}
-	if g := b.Groups(); !slices.Equal(g, []string{"g"}) {
+	if g := groupsOf(t, b); !slices.Equal(g, []string{"g"}) {
 		t.Errorf("Groups = %v; want [g]", g)
 	}
 }

@@ -87,21 +87,23 @@ func NewTopic[T any](dir, name string, opts ...Option) (*isb.Topic[T], error) {
 // *CorruptError: its data would otherwise be silently ignored. A Backend
 // is opened once: a second Open after one that succeeded, or after Close,
 // is ErrOpened.
-func (b *Backend[T]) Open(topic string, partitions int) error {
+func (b *Backend[T]) Open(topic string, partitions int) (isb.Caps, error) {
 	if topic == "" || topic == "." || topic == ".." || strings.ContainsAny(topic, "/\x00") || len(topic) > 255 {
-		return fmt.Errorf("%w: %q must be a single path component", ErrInvalidName, topic)
+		return isb.Caps{}, fmt.Errorf("%w: %q must be a single path component", ErrInvalidName, topic)
 	}
 	if partitions < 1 {
-		return &isb.OptionError{Package: "mmap", Option: "Partitions", Value: partitions, Reason: "must be at least 1"}
+		return isb.Caps{}, &isb.OptionError{Package: "mmap", Option: "Partitions", Value: partitions, Reason: "must be at least 1"}
 	}
 	if b.used.Swap(true) {
-		return fmt.Errorf("%w: Open of topic %q: a Backend opens one topic once (it was opened or closed before)", ErrOpened, topic)
+		return isb.Caps{}, fmt.Errorf("%w: Open of topic %q: a Backend opens one topic once (it was opened or closed before)", ErrOpened, topic)
 	}
 	if err := b.open(topic, partitions); err != nil {
 		b.used.Store(false) // nothing is held: a later Open may try again
-		return err
+		return isb.Caps{}, err
 	}
-	return nil
+	// Writes are deferred to the flush unless Interval publishes them at
+	// once; appends serialize in the partition, so writers share flushes.
+	return isb.Caps{Concurrent: true, Deferred: b.cfg.flush.kind != flushInterval}, nil
 }
 
 func (b *Backend[T]) open(topic string, partitions int) error {
@@ -188,7 +190,11 @@ func (b *Backend[T]) flushEvery() {
 func (b *Backend[T]) Partition(i int) isb.Log[T] { return b.parts[i] }
 
 // Groups returns the groups with a stored commit in any partition, sorted.
-func (b *Backend[T]) Groups() []string { return b.groups.Sorted() }
+func (b *Backend[T]) Groups() ([]string, error) { return b.groups.Sorted(), nil }
+
+// Claim returns isb.NoLease: the topic directory's lock keeps the storage
+// to one process, whose topic keeps the claims.
+func (b *Backend[T]) Claim(string, []int) (isb.Lease, error) { return isb.NoLease, nil }
 
 // DeleteGroup removes the group's checkpoint directory, offsets/{group}/,
 // from every partition and fsyncs each offsets directory, so the group is

@@ -1,6 +1,7 @@
 package mmap
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runnel-dev/runnel/internal/fsutil"
+	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/isb/codec"
 )
 
@@ -44,7 +46,7 @@ func newBench[T any](b *testing.B, dir string, c codec.Codec[T], opts ...Option)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := be.Open("bench", 1); err != nil {
+	if _, err := be.Open("bench", 1); err != nil {
 		b.Fatal(err)
 	}
 	return be
@@ -127,7 +129,7 @@ func BenchmarkProduce(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				p.run(&p.a, func() {
-					if _, err := l.Append(items); err != nil {
+					if _, err := waitWrite(l.Append(items)); err != nil {
 						b.Fatal(err)
 					}
 				})
@@ -160,7 +162,7 @@ func BenchmarkConsume(b *testing.B) {
 	defer be.Close()
 	batch := make([]rec100, 1000)
 	for i := 0; i < n; i += len(batch) {
-		if _, err := be.Partition(0).Append(batch); err != nil {
+		if _, err := waitWrite(be.Partition(0).Append(batch)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -190,7 +192,7 @@ func BenchmarkConsume(b *testing.B) {
 		off := int64(i*100) % n
 		p.run(&p.a, func() {
 			for got := 0; got < 100; {
-				items, err := l.Read(off+int64(got), 100-got, buf)
+				items, err := l.Read(bg, off+int64(got), 100-got, buf)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -229,7 +231,7 @@ func BenchmarkOpen(b *testing.B) {
 		be := newBench(b, dir, c, Flush(Interval(time.Second)))
 		batch := make([]big, 256) // 1 MiB per append
 		for range bytes >> 20 {
-			if _, err := be.Partition(0).Append(batch); err != nil {
+			if _, err := waitWrite(be.Partition(0).Append(batch)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -244,7 +246,7 @@ func BenchmarkOpen(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := be.Open("bench", 1); err != nil {
+		if _, err := be.Open("bench", 1); err != nil {
 			b.Fatal(err)
 		}
 		if got := be.Partition(0).Tail(); got != want {
@@ -291,21 +293,25 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	if err := b.Open("events", 1); err != nil {
+	if _, err := b.Open("events", 1); err != nil {
 		panic(err)
 	}
 	defer b.Close()
-	first, _ := b.Partition(0).Append([]string{"a", "b"})
-	items, _ := b.Partition(0).Read(first, 10, nil)
+	ctx := context.Background()
+	w, _ := b.Partition(0).Append([]string{"a", "b"})
+	last, _ := w.Wait(ctx) // readable once Wait returns
+	first := last - 1
+	items, _ := b.Partition(0).Read(ctx, first, 10, nil)
 	fmt.Println(first, items)
 	// Output: 0 [a b]
 }
 
 // BenchmarkStagedBatches writes batches of 500 100-byte records under
 // Immediate from one goroutine, as a pipeline's source does: "append"
-// waits for each batch's flush (Append), "staged" stages each batch and
-// lets a second goroutine publish them, up to 4 batches in flight
-// (isb.StagedLog, what the forwarder's source does), and "raw" writes each
+// waits for each batch's flush (Append, then Write.Wait), "staged" appends
+// each batch and lets a second goroutine wait their Writes, up to 4
+// batches in flight (isb.Caps.Deferred, what the forwarder's source does),
+// and "raw" writes each
 // batch with one write(2) and one fdatasync to a plain file: the serial
 // floor that "append" cannot beat and "staged" can.
 //
@@ -320,7 +326,7 @@ func BenchmarkStagedBatches(b *testing.B) {
 		l := be.Partition(0)
 		b.ResetTimer()
 		for range b.N {
-			if _, err := l.Append(items); err != nil {
+			if _, err := waitWrite(l.Append(items)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -330,26 +336,29 @@ func BenchmarkStagedBatches(b *testing.B) {
 		be := newBench(b, b.TempDir(), rawCodec(b), SegmentSize(64<<20))
 		defer be.Close()
 		p := be.parts[0]
-		ends := make(chan int64, depth-1) // with the one being staged: depth in flight
+		writes := make(chan isb.Write, depth-1) // with the one being appended: depth in flight
 		errs := make(chan error, 1)
 		go func() {
 			var err error
-			for end := range ends {
+			for w := range writes {
 				if err == nil {
-					err = p.Publish(end)
+					_, err = w.Wait(bg)
 				}
 			}
 			errs <- err
 		}()
 		b.ResetTimer()
 		for range b.N {
-			first, err := p.Stage(items)
+			w, err := p.Append(items)
 			if err != nil {
 				b.Fatal(err)
 			}
-			ends <- first + batch
+			if !w.Pending() {
+				b.Fatal("Append under Immediate returned a complete Write: nothing is in flight")
+			}
+			writes <- w
 		}
-		close(ends)
+		close(writes)
 		if err := <-errs; err != nil {
 			b.Fatal(err)
 		}

@@ -152,7 +152,7 @@ func (m *crashModel) verify(t *testing.T, dir string, round int) (resume [crashP
 	}
 	b, err := New[string](dir, crashOptions()...)
 	if err == nil {
-		err = b.Open(testTopic, crashParts)
+		_, err = b.Open(testTopic, crashParts)
 	}
 	if err != nil {
 		t.Fatalf("after round %d: open: %v", round-1, err)
@@ -160,7 +160,7 @@ func (m *crashModel) verify(t *testing.T, dir string, round int) (resume [crashP
 	defer b.Close()
 	for p := range crashParts {
 		l := b.Partition(p)
-		c, ok := l.Committed(crashGroup)
+		c, ok := committed(t, l, crashGroup)
 		if m.commit[p] > 0 && !ok {
 			t.Fatalf("after round %d: partition %d lost its commit", round-1, p)
 		}
@@ -224,7 +224,7 @@ func (m *crashModel) verifyDamaged(t *testing.T, dir string, round int, rng *ran
 	flipByte(t, filepath.Join(partDir(cp, p), r.file), r.from+recordHeaderSize+rng.Int64N(payload))
 	b, err := New[string](cp, crashOptions()...)
 	if err == nil {
-		err = b.Open(testTopic, crashParts)
+		_, err = b.Open(testTopic, crashParts)
 	}
 	if err != nil {
 		t.Fatalf("after round %d, record %d of partition %d damaged: open: %v", round-1, r.offset, p, err)
@@ -240,7 +240,7 @@ func (m *crashModel) verifyDamaged(t *testing.T, dir string, round int, rng *ran
 				if off == l.Tail() {
 					continue // the last record, past the checkpoint: cut
 				}
-				if _, err := l.Read(off, 1, nil); err == nil {
+				if _, err := l.Read(bg, off, 1, nil); err == nil {
 					t.Fatalf("after round %d: damaged record %d of partition %d read without an error", round-1, off, p)
 				} else {
 					wantCorrupt(t, err, r.file)
@@ -250,7 +250,7 @@ func (m *crashModel) verifyDamaged(t *testing.T, dir string, round int, rng *ran
 			if off >= l.Tail() {
 				t.Fatalf("after round %d, record %d of partition %d damaged: partition %d lost acknowledged offset %d (tail %d)", round-1, r.offset, p, q, off, l.Tail())
 			}
-			got, err := l.Read(off, 1, nil)
+			got, err := l.Read(bg, off, 1, nil)
 			if err != nil || got[0] != want {
 				t.Fatalf("after round %d, record %d of partition %d damaged: partition %d offset %d: %q, %v; want %q", round-1, r.offset, p, q, off, got, err, want)
 			}

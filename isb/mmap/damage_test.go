@@ -32,7 +32,7 @@ func damageTopic(t *testing.T, crash bool) string {
 	dir := t.TempDir()
 	b := open(t, dir, 1, SegmentSize(damageSegment))
 	appendItems(t, b.Partition(0), 0, damageItems, 10)
-	if err := b.Partition(0).Commit("g", damageCommit); err != nil {
+	if err := b.Partition(0).Commit(bg, "g", damageCommit); err != nil {
 		t.Fatal(err)
 	}
 	if crash {
@@ -289,11 +289,11 @@ func checkReadable(t *testing.T, b *Backend[string], want outcome) {
 	if want.commit == 0 {
 		want.commit = damageCommit
 	}
-	if c, ok := l.Committed("g"); !ok || c != want.commit {
+	if c, ok := committed(t, l, "g"); !ok || c != want.commit {
 		t.Fatalf("commit of g = %d, %v; want %d", c, ok, want.commit)
 	}
 	for off := int64(0); off < want.tail; off++ {
-		got, err := l.Read(off, 1, nil)
+		got, err := l.Read(bg, off, 1, nil)
 		if slices.Contains(want.lost, off) {
 			ce := wantCorrupt(t, err, want.lostIn)
 			if ce.Offset < segmentHeaderSize {
@@ -310,7 +310,7 @@ func checkReadable(t *testing.T, b *Backend[string], want outcome) {
 	}
 	// Batches stop short of a damaged record and never skip one.
 	for off := int64(0); off < want.tail; {
-		got, err := l.Read(off, 7, nil)
+		got, err := l.Read(bg, off, 7, nil)
 		if err != nil {
 			if !slices.Contains(want.lost, off) {
 				t.Fatalf("batch read at %d: %v", off, err)

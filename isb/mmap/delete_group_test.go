@@ -111,10 +111,10 @@ func TestDeleteGroupBackend(t *testing.T) {
 	b := open(t, dir, 2)
 	appendItems(t, b.Partition(0), 0, 10, 5)
 	for _, g := range []string{"x", "y"} {
-		if err := b.Partition(0).Commit(g, 4); err != nil {
+		if err := b.Partition(0).Commit(bg, g, 4); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Partition(1).Commit(g, 0); err != nil {
+		if err := b.Partition(1).Commit(bg, g, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -124,17 +124,17 @@ func TestDeleteGroupBackend(t *testing.T) {
 	if err := b.DeleteGroup("never"); err != nil {
 		t.Fatalf("DeleteGroup of a group never committed = %v, want nil", err)
 	}
-	if gs := b.Groups(); !slices.Equal(gs, []string{"y"}) {
+	if gs := groupsOf(t, b); !slices.Equal(gs, []string{"y"}) {
 		t.Fatalf("Groups() = %v, want [y]", gs)
 	}
-	if off, ok := b.Partition(0).Committed("x"); ok || off != 0 {
+	if off, ok := committed(t, b.Partition(0), "x"); ok || off != 0 {
 		t.Fatalf("Committed(x) = %d, %v; want the head 0 and false", off, ok)
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
 	b = open(t, dir, 2)
-	if gs := b.Groups(); !slices.Equal(gs, []string{"y"}) {
+	if gs := groupsOf(t, b); !slices.Equal(gs, []string{"y"}) {
 		t.Fatalf("after reopening: Groups() = %v, want [y]", gs)
 	}
 	for p := range 2 {
@@ -142,14 +142,14 @@ func TestDeleteGroupBackend(t *testing.T) {
 			t.Fatalf("partition %d: offsets/x survived the delete", p)
 		}
 	}
-	if off, ok := b.Partition(0).Committed("y"); !ok || off != 4 {
+	if off, ok := committed(t, b.Partition(0), "y"); !ok || off != 4 {
 		t.Fatalf("Committed(y) after reopening = %d, %v; want 4 and true", off, ok)
 	}
 	// A group committed again under the deleted name is new.
-	if err := b.Partition(0).Commit("x", 2); err != nil {
+	if err := b.Partition(0).Commit(bg, "x", 2); err != nil {
 		t.Fatal(err)
 	}
-	if off, ok := b.Partition(0).Committed("x"); !ok || off != 2 {
+	if off, ok := committed(t, b.Partition(0), "x"); !ok || off != 2 {
 		t.Fatalf("Committed(x) of the recreated group = %d, %v; want 2 and true", off, ok)
 	}
 	if err := b.Close(); err != nil {

@@ -125,8 +125,8 @@
 // covers.
 //
 // Flushes are grouped (flush.go): a partition serializes its appenders
-// only while they write their records, and is an
-// isb.ConcurrentLog, so the topic does not hold a lock across the flush.
+// only while they write their records, and declares isb.Caps.Concurrent,
+// so the topic does not hold a lock across the flush.
 // Under Immediate an appender then flushes (fdatasync) everything written up
 // to that moment, its own records and those of every appender that copied
 // before it, unless a flush that ran meanwhile covered its records already.
@@ -136,11 +136,12 @@
 // TestConcurrentAppendersShareAFlush). No appender waits for a timer or
 // for company. Records are published (Tail, readers) only after that
 // flush, so an Append that fails leaves its records invisible; a failed
-// flush fails every appender waiting on it and is sticky. A partition is
-// also an isb.StagedLog: Stage writes records without flushing or
-// publishing them and Publish flushes and publishes (the two halves of an
-// Append), so that a producer writing batch after batch from one goroutine
-// overlaps each flush with its next writes (see isb/staged.go). producer.offset is written only after the log is flushed, at
+// flush fails every appender waiting on it and is sticky. Writes are
+// deferred (isb.Caps.Deferred, except under Interval): Append writes the
+// records without flushing or publishing them and returns an isb.Write
+// whose Wait flushes and publishes, so that a producer writing batch after
+// batch from one goroutine overlaps each flush with its next writes (see
+// isb/staged.go). producer.offset is written only after the log is flushed, at
 // every rollover, at Close and after every 4 MiB flushed; it may lag the
 // log, never lead it.
 //

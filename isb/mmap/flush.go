@@ -25,10 +25,10 @@ package mmap
 // records invisible. A failed flush is sticky (failLocked): every appender
 // of the wave, and every later one, gets the error.
 //
-// Stage and Publish (isb.StagedLog) are the two halves of an Append, for
-// a producer that appends alone: it stages its next batch while the flush
-// of the last one runs, and one flush then publishes every batch staged
-// before it.
+// Append and its Write's Complete (isb.Caps.Deferred) are the two halves
+// of a durable append, for a producer that appends alone: it writes its
+// next batch while the flush of the last one runs, and one flush then
+// publishes every batch written before it.
 
 // publishDurable returns once the records below end are flushed as the
 // flush policy requires and published. It is called after the records were

@@ -33,7 +33,7 @@ func TestConcurrentAppendersShareAFlush(t *testing.T) {
 			// The first append after an open rewrites the producer
 			// checkpoint under flushMu (markDirty); the appenders below
 			// must only wait on the flush.
-			if _, err := p.Append([]string{"warm-up"}); err != nil {
+			if _, err := waitWrite(p.Append([]string{"warm-up"})); err != nil {
 				t.Fatal(err)
 			}
 			before := p.flushes.Load()
@@ -45,14 +45,16 @@ func TestConcurrentAppendersShareAFlush(t *testing.T) {
 			for g := range appenders {
 				wg.Go(func() {
 					if one {
-						firsts[g], errs[g] = p.AppendOne(item(g))
+						firsts[g], errs[g] = waitWrite(p.AppendOne(item(g))) // last is first
 						return
 					}
 					items := make([]string, each)
 					for i := range items {
 						items[i] = item(g*each + i)
 					}
-					firsts[g], errs[g] = p.Append(items)
+					var last int64
+					last, errs[g] = waitWrite(p.Append(items))
+					firsts[g] = last - each + 1
 				})
 			}
 			// Wait (on a condition, not a clock) until every appender has
@@ -144,7 +146,7 @@ func TestConcurrentAppendAcrossRollover(t *testing.T) {
 				for i := range items {
 					items[i] = item((g*batches+k)*each + i)
 				}
-				if _, err := p.Append(items); err != nil {
+				if _, err := waitWrite(p.Append(items)); err != nil {
 					errs <- err
 				}
 			}
@@ -196,54 +198,58 @@ func TestSealStopsAppends(t *testing.T) {
 	checkItems(t, readAll(t, p), 0, 3)
 }
 
-// stageItems stages items from..to-1 in one call and checks its offset.
-func stageItems(t *testing.T, p *partition[string], from, to int) {
+// stageItems appends items from..to-1 in one call without waiting for its
+// Write (the old Stage: written, neither durable nor visible), checks its
+// offsets and returns the pending Write (Wait is the old Publish).
+func stageItems(t *testing.T, p *partition[string], from, to int) isb.Write {
 	t.Helper()
 	var items []string
 	for i := from; i < to; i++ {
 		items = append(items, item(i))
 	}
-	first, err := p.Stage(items)
-	if err != nil || first != int64(from) {
-		t.Fatalf("Stage of %d..%d = %d, %v", from, to, first, err)
+	w, err := p.Append(items)
+	if err != nil || !w.Pending() || w.Last() != int64(to-1) {
+		t.Fatalf("Append of %d..%d = pending %v, last %d, %v; want a pending Write ending at %d", from, to, w.Pending(), w.Last(), err, to-1)
 	}
+	return w
 }
 
-// TestStagedWritesPublishTogether: staged records are written but neither
-// durable nor visible until a Publish; one Publish flushes everything
-// staged before it, so a Publish of an earlier write then finds its
-// records published without a flush of its own. Records staged and never
-// published stay invisible, also when a rollover flushed them with their
-// segment; after a reopen they may be there (intact, in order after the
-// published ones): a writer that never learned they were durable writes
-// them again, which at-least-once allows.
+// TestStagedWritesPublishTogether: appended records are written but
+// neither durable nor visible until their Write is waited; one Wait
+// flushes everything written before it, so a Wait of an earlier write then
+// finds its records published without a flush of its own. Records written
+// and never waited stay invisible, also when a rollover flushed them with
+// their segment; after a reopen they may be there (intact, in order after
+// the published ones): a writer that never learned they were durable
+// writes them again, which at-least-once allows.
 func TestStagedWritesPublishTogether(t *testing.T) {
 	dir := t.TempDir()
 	b := open(t, dir, 1, SegmentSize(MinSegmentSize), Flush(Immediate()))
 	p := b.parts[0]
 	appendItems(t, p, 0, 1, 1) // the first append after an open also checkpoints
 	before := p.flushes.Load()
-	stageItems(t, p, 1, 40)
-	stageItems(t, p, 40, 80)
+	w1 := stageItems(t, p, 1, 40)
+	w2 := stageItems(t, p, 40, 80)
 	if p.Tail() != 1 || durableTail(p) != 1 {
 		t.Fatalf("tail %d, durable %d after staging; want 1, 1", p.Tail(), durableTail(p))
 	}
-	if err := p.Publish(80); err != nil {
-		t.Fatal(err)
+	if last, err := w2.Wait(bg); err != nil || last != 79 {
+		t.Fatalf("Wait of the second write = %d, %v; want 79, nil", last, err)
 	}
-	if err := p.Publish(40); err != nil {
-		t.Fatal(err)
+	if last, err := w1.Wait(bg); err != nil || last != 39 {
+		t.Fatalf("Wait of the first write = %d, %v; want 39, nil", last, err)
 	}
 	if got := p.flushes.Load() - before; got != 1 {
 		t.Fatalf("two staged writes made %d flushes, want 1", got)
 	}
 	if p.Tail() != 80 || durableTail(p) != 80 {
-		t.Fatalf("tail %d, durable %d after Publish(80); want 80, 80", p.Tail(), durableTail(p))
+		t.Fatalf("tail %d, durable %d after waiting the write ending at 80; want 80, 80", p.Tail(), durableTail(p))
 	}
-	// Staged past a segment's end (rollovers) and never published.
+	// Written past a segment's end (rollovers) and never waited.
 	n := 80
+	var last isb.Write
 	for p.written.Load().seg == p.pub.Load().seg {
-		stageItems(t, p, n, n+50)
+		last = stageItems(t, p, n, n+50)
 		n += 50
 	}
 	if p.Tail() != 80 {
@@ -253,8 +259,8 @@ func TestStagedWritesPublishTogether(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Publish(int64(n)); !errors.Is(err, isb.ErrClosed) {
-		t.Fatalf("Publish after Close = %v, want ErrClosed", err)
+	if _, err := last.Wait(bg); !errors.Is(err, isb.ErrClosed) {
+		t.Fatalf("Wait after Close = %v, want ErrClosed", err)
 	}
 	b = open(t, dir, 1, SegmentSize(MinSegmentSize))
 	got := readAll(t, b.Partition(0))

@@ -41,7 +41,7 @@ func fullProduceChild() {
 		fmt.Println("E open:", err)
 		os.Exit(1)
 	}
-	if _, err := b.Partition(0).Append([]string{fullItem}); err != nil {
+	if _, err := waitWrite(b.Partition(0).Append([]string{fullItem})); err != nil {
 		fmt.Println("E append:", err)
 		os.Exit(1)
 	}
@@ -109,10 +109,10 @@ func TestRecoveryOnFullTmpfs(t *testing.T) {
 			if got := readAll(t, l); len(got) != 1 || got[0] != fullItem {
 				t.Fatalf("after freeing space: %d items", len(got))
 			}
-			if off, err := l.Append([]string{"next"}); err != nil || off != 1 {
+			if off, err := waitWrite(l.Append([]string{"next"})); err != nil || off != 1 {
 				t.Fatalf("Append = %d, %v", off, err)
 			}
-			if got, err := l.Read(1, 1, nil); err != nil || len(got) != 1 || got[0] != "next" {
+			if got, err := l.Read(bg, 1, 1, nil); err != nil || len(got) != 1 || got[0] != "next" {
 				t.Fatalf("Read(1) = %q, %v", got, err)
 			}
 		})

@@ -26,7 +26,7 @@ func FuzzRecovery(f *testing.F) {
 	template := f.TempDir()
 	b := open(f, template, 1)
 	appendItems(f, b.Partition(0), 0, n, 20)
-	if err := b.Partition(0).Commit("g", 150); err != nil {
+	if err := b.Partition(0).Commit(bg, "g", 150); err != nil {
 		f.Fatal(err)
 	}
 	if err := b.Close(); err != nil {
@@ -83,7 +83,7 @@ func FuzzRecovery(f *testing.F) {
 			t.Fatalf("recovered tail %d beyond the %d items written", l.Tail(), n)
 		}
 		for off := l.Head(); off < l.Tail(); off++ {
-			got, err := l.Read(off, 1, nil)
+			got, err := l.Read(bg, off, 1, nil)
 			if err != nil {
 				wantCorrupt(t, err, "")
 				continue
@@ -100,7 +100,7 @@ func FuzzRecovery(f *testing.F) {
 			if r.offset < l.Head() || r.offset >= l.Tail() {
 				t.Fatalf("intact record of offset %d (%s bytes %d-%d) is outside the recovered log [%d, %d)", r.offset, r.file, r.from, r.to, l.Head(), l.Tail())
 			}
-			got, err := l.Read(r.offset, 1, nil)
+			got, err := l.Read(bg, r.offset, 1, nil)
 			if err != nil {
 				t.Fatalf("intact record of offset %d (%s bytes %d-%d): %v", r.offset, r.file, r.from, r.to, err)
 			}

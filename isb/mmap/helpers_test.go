@@ -1,6 +1,7 @@
 package mmap
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -39,7 +40,7 @@ func openErr(dir string, parts int, opts ...Option) (*Backend[string], error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.Open(testTopic, parts); err != nil {
+	if _, err := b.Open(testTopic, parts); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -56,15 +57,58 @@ func appendItems(t testing.TB, l isb.Log[string], from, to, batch int) {
 		for j := i; j < min(i+batch, to); j++ {
 			items = append(items, item(j))
 		}
-		first, err := l.Append(items)
-		if err != nil {
-			t.Fatalf("append %d..%d: %v", i, i+len(items), err)
-		}
-		if first != int64(i) {
+		if first := appendSync(t, l, items); first != int64(i) {
 			t.Fatalf("append of item %d returned offset %d", i, first)
 		}
 	}
 }
+
+// bg is the context of the calls that take one; local storage ignores it.
+var bg = context.Background()
+
+// appendSync appends items, waits the Write and returns the offset of the
+// first item (the Write reports the last).
+func appendSync[T any](t testing.TB, l isb.Log[T], items []T) (first int64) {
+	t.Helper()
+	last, err := waitWrite(l.Append(items))
+	if err != nil {
+		t.Fatalf("append of %d items: %v", len(items), err)
+	}
+	return last - int64(len(items)) + 1
+}
+
+// waitWrite waits the Write of an Append or AppendOne and returns the
+// offset of its last item; it takes no t, so goroutines use it.
+func waitWrite(w isb.Write, err error) (last int64, _ error) {
+	if err != nil {
+		return -1, err
+	}
+	return w.Wait(bg)
+}
+
+// committed is Log.Committed, which never fails on mmap storage (commits
+// are recovered at Open and kept in memory).
+func committed[T any](t testing.TB, l isb.Log[T], group string) (int64, bool) {
+	t.Helper()
+	off, ok, err := l.Committed(group)
+	if err != nil {
+		t.Errorf("Committed(%s): %v", group, err)
+	}
+	return off, ok
+}
+
+// groupsOf is Backend.Groups, which never fails on mmap storage.
+func groupsOf[T any](t testing.TB, b *Backend[T]) []string {
+	t.Helper()
+	g, err := b.Groups()
+	if err != nil {
+		t.Errorf("Groups: %v", err)
+	}
+	return g
+}
+
+// errOf is the error of Open.
+func errOf(_ isb.Caps, err error) error { return err }
 
 // readAll reads [Head, Tail) and fails on any error.
 func readAll(t testing.TB, l isb.Log[string]) []string {
@@ -81,7 +125,7 @@ func readUntilError(l isb.Log[string]) ([]string, error) {
 	var got []string
 	buf := make([]string, 7)
 	for off := l.Head(); off < l.Tail(); {
-		items, err := l.Read(off, len(buf), buf)
+		items, err := l.Read(bg, off, len(buf), buf)
 		if err != nil {
 			return got, err
 		}

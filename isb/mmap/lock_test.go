@@ -66,16 +66,16 @@ func TestBackendOpensOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Open(testTopic, 1); err != nil {
+	if _, err := b.Open(testTopic, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Open(testTopic, 1); !errors.Is(err, ErrOpened) {
+	if _, err := b.Open(testTopic, 1); !errors.Is(err, ErrOpened) {
 		t.Fatalf("second Open while open: %v, want ErrOpened", err)
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Open(testTopic, 1); !errors.Is(err, ErrOpened) || !strings.Contains(err.Error(), testTopic) {
+	if _, err := b.Open(testTopic, 1); !errors.Is(err, ErrOpened) || !strings.Contains(err.Error(), testTopic) {
 		t.Fatalf("Open after Close: %v, want ErrOpened naming the topic", err)
 	}
 	// Nothing is held: another Backend opens the topic.
@@ -88,13 +88,13 @@ func TestBackendOpensOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b3.Open(testTopic, 1); !errors.Is(err, ErrLocked) {
+	if _, err := b3.Open(testTopic, 1); !errors.Is(err, ErrLocked) {
 		t.Fatalf("Open of a locked topic: %v, want ErrLocked", err)
 	}
 	if err := b2.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := b3.Open(testTopic, 1); err != nil {
+	if _, err := b3.Open(testTopic, 1); err != nil {
 		t.Fatalf("Open again after the lock was released: %v", err)
 	}
 	if err := b3.Close(); err != nil {

@@ -1,6 +1,7 @@
 package mmap
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -88,8 +89,8 @@ type partition[T any] struct {
 }
 
 var (
-	_ isb.ConcurrentLog[int] = (*partition[int])(nil)
-	_ isb.StagedLog[int]     = (*partition[int])(nil)
+	_ isb.Log[int]  = (*partition[int])(nil)
+	_ isb.Completer = (*partition[int])(nil)
 )
 
 // Head is the first retained offset; Release moves it.
@@ -98,60 +99,56 @@ func (p *partition[T]) Head() int64 { return p.head.Load() }
 // Tail is the offset of the next append; everything below is readable.
 func (p *partition[T]) Tail() int64 { return p.tail.Load() }
 
-// Append encodes items, writes them after the tail and returns once they
-// are flushed as the flush policy requires; see flush.go for how appenders
-// that arrive together share one flush. An encode error, an item too large
-// for a segment or a failure to create a segment stores nothing. Append is
-// safe for concurrent use: the partition is an isb.ConcurrentLog.
-func (p *partition[T]) Append(items []T) (int64, error) { return p.append(items, nil) }
+// Append encodes items and writes them after the tail; the Write
+// completes once they are flushed as the flush policy requires and
+// published (see flush.go for how writers that arrive together share one
+// flush, and how a writer overlaps a flush with its next writes). Under
+// Interval they are published at once and the Write is complete. An encode
+// error, an item too large for a segment or a failure to create a segment
+// stores nothing. Append is safe for concurrent use (Caps.Concurrent).
+func (p *partition[T]) Append(items []T) (isb.Write, error) { return p.append(items, nil) }
 
 // AppendOne is Append of one item; it spares the topic a slice per item.
-func (p *partition[T]) AppendOne(item T) (int64, error) { return p.append(nil, &item) }
+func (p *partition[T]) AppendOne(item T) (isb.Write, error) { return p.append(nil, &item) }
 
-// Stage writes items after the last written record without publishing
-// them; Publish makes them durable and visible (see isb.StagedLog and
-// flush.go). Under Interval they are published at once, as Append
-// publishes them.
-func (p *partition[T]) Stage(items []T) (int64, error) {
-	p.closeMu.RLock()
-	defer p.closeMu.RUnlock()
-	first, _, err := p.write(items, nil)
-	return first, err
-}
-
-// Publish returns once the records below end are flushed as the flush
-// policy requires and published. After Close it returns isb.ErrClosed;
-// after Seal it still publishes what was staged before.
-func (p *partition[T]) Publish(end int64) error {
+// Complete returns once the records up to last are flushed as the flush
+// policy requires and published: the Write of an Append whose last item
+// is at last. After Close it returns
+// isb.ErrClosed; after Seal it still publishes what was written before.
+// A flush runs to its end whatever ctx does: it is shared by the writers
+// that arrived with it.
+func (p *partition[T]) Complete(_ context.Context, last int64) (int64, error) {
 	p.closeMu.RLock()
 	defer p.closeMu.RUnlock()
 	if p.closed {
-		return isb.ErrClosed
+		return -1, isb.ErrClosed
 	}
-	if p.b.cfg.flush.kind == flushInterval {
-		return p.loadFailed() // published by writeLocked
+	if err := p.publishDurable(last + 1); err != nil {
+		return -1, err
 	}
-	return p.publishDurable(end)
+	return last, nil
 }
 
-// append is Append of items, or of *one when items is nil. It holds
-// closeMu through the flush, so that Seal waits for it.
-func (p *partition[T]) append(items []T, one *T) (int64, error) {
+// Watch does nothing: a partition belongs to one process (the topic
+// directory's lock), whose topic wakes its readers after its own appends.
+func (p *partition[T]) Watch(func()) {}
+
+// append is Append of items, or of *one when items is nil.
+func (p *partition[T]) append(items []T, one *T) (isb.Write, error) {
 	p.closeMu.RLock()
 	defer p.closeMu.RUnlock()
 	first, end, err := p.write(items, one)
-	if err != nil || end == first {
-		return first, err
+	switch {
+	case err != nil:
+		return isb.Write{}, err
+	case end == first || p.b.cfg.flush.kind == flushInterval:
+		return isb.Completed(end - 1), nil // published by writeLocked
 	}
-	if p.b.cfg.flush.kind == flushInterval {
-		return first, nil // published by writeLocked
-	}
-	return first, p.publishDurable(end)
+	return isb.Deferred(p, end-1), nil
 }
 
 // write copies items (or *one when items is nil) into the mapping under
-// appendMu: all of Stage and the first half of append. The caller holds
-// closeMu for reading.
+// appendMu. The caller holds closeMu for reading.
 func (p *partition[T]) write(items []T, one *T) (first, end int64, err error) {
 	if p.closed || p.sealed {
 		return 0, 0, isb.ErrClosed
@@ -430,7 +427,7 @@ func (p *partition[T]) loadFailed() error {
 // ErrReadSize, as in isb/memory. A record that fails its checks is a
 // *CorruptError naming the segment and byte position; the records before it
 // in the batch are returned first.
-func (p *partition[T]) Read(offset int64, max int, buf []T) ([]T, error) {
+func (p *partition[T]) Read(_ context.Context, offset int64, max int, buf []T) ([]T, error) {
 	p.closeMu.RLock()
 	defer p.closeMu.RUnlock()
 	if p.closed {
@@ -496,7 +493,7 @@ func (p *partition[T]) readLocked(offset int64, max int, buf []T, tail int64) ([
 
 // Commit flushes the log up to offset (so a commit never survives a crash
 // that loses what it covers) and replaces the group's checkpoint.
-func (p *partition[T]) Commit(group string, offset int64) error {
+func (p *partition[T]) Commit(_ context.Context, group string, offset int64) error {
 	p.closeMu.RLock()
 	defer p.closeMu.RUnlock()
 	if p.closed {
@@ -565,14 +562,15 @@ func pathExists(path string) bool {
 	return err == nil
 }
 
-// Committed returns the stored commit of group.
-func (p *partition[T]) Committed(group string) (int64, bool) {
+// Committed returns the stored commit of group (recovered at Open, kept
+// in memory since: it never fails).
+func (p *partition[T]) Committed(group string) (int64, bool, error) {
 	p.commitMu.Lock()
 	defer p.commitMu.Unlock()
 	if c, ok := p.commits[group]; ok {
-		return c, true
+		return c, true, nil
 	}
-	return p.head.Load(), false
+	return p.head.Load(), false, nil
 }
 
 // deleteGroup removes group's checkpoint directory, makes the removal

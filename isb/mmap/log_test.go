@@ -15,6 +15,48 @@ import (
 	"github.com/runnel-dev/runnel/isb/codec"
 )
 
+// TestOpenCaps: partitions serialize their own appends, and their Writes
+// are deferred to the flush unless Interval publishes them at once; the
+// Write of an Append reports its last item, complete or not.
+func TestOpenCaps(t *testing.T) {
+	for _, tc := range []struct {
+		policy FlushPolicy
+		want   isb.Caps
+	}{
+		{Immediate(), isb.Caps{Concurrent: true, Deferred: true}},
+		{Batch(10), isb.Caps{Concurrent: true, Deferred: true}},
+		{Interval(time.Hour), isb.Caps{Concurrent: true}},
+	} {
+		t.Run(tc.policy.String(), func(t *testing.T) {
+			b, err := New[string](t.TempDir(), SegmentSize(MinSegmentSize), Flush(tc.policy))
+			if err != nil {
+				t.Fatal(err)
+			}
+			caps, err := b.Open(testTopic, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if caps != tc.want {
+				t.Fatalf("Open = %+v, want %+v", caps, tc.want)
+			}
+			w, err := b.Partition(0).Append([]string{item(0), item(1)})
+			if err != nil || w.Pending() != tc.want.Deferred || w.Last() != 1 {
+				t.Fatalf("Append = pending %v, last %d, %v; want pending %v, last 1", w.Pending(), w.Last(), err, tc.want.Deferred)
+			}
+			if last, err := w.Wait(bg); err != nil || last != 1 || b.Partition(0).Tail() != 2 {
+				t.Fatalf("Wait = %d, %v, tail %d; want 1, nil, 2", last, err, b.Partition(0).Tail())
+			}
+			if last, err := waitWrite(b.Partition(0).AppendOne(item(2))); err != nil || last != 2 {
+				t.Fatalf("AppendOne = last %d, %v; want 2, nil", last, err)
+			}
+			if last, err := waitWrite(b.Partition(0).Append(nil)); err != nil || last != 2 {
+				t.Fatalf("empty Append = last %d, %v; want 2 (the tail - 1), nil", last, err)
+			}
+		})
+	}
+}
+
 func TestAppendReadAcrossSegments(t *testing.T) {
 	dir := t.TempDir()
 	b := open(t, dir, 2)
@@ -48,18 +90,18 @@ func TestReadStopsAtSegmentEnd(t *testing.T) {
 	appendItems(t, l, 0, 400, 400)
 	p := l.(*partition[string])
 	boundary := p.segs[1].first
-	got, err := l.Read(boundary-2, 10, nil)
+	got, err := l.Read(bg, boundary-2, 10, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkItems(t, got, int(boundary-2), 2)
-	got, err = l.Read(boundary, 3, make([]string, 3))
+	got, err = l.Read(bg, boundary, 3, make([]string, 3))
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkItems(t, got, int(boundary), 3)
 	for _, off := range []int64{-1, 400, 1000} {
-		if _, err := l.Read(off, 1, nil); !errors.Is(err, isb.ErrOutOfRange) {
+		if _, err := l.Read(bg, off, 1, nil); !errors.Is(err, isb.ErrOutOfRange) {
 			t.Fatalf("Read(%d): err = %v, want isb.ErrOutOfRange", off, err)
 		}
 	}
@@ -72,7 +114,7 @@ func TestReadSizeBelowOne(t *testing.T) {
 	l := b.Partition(0)
 	appendItems(t, l, 0, 5, 5)
 	for _, max := range []int{0, -3} {
-		got, err := l.Read(0, max, nil)
+		got, err := l.Read(bg, 0, max, nil)
 		if !errors.Is(err, ErrReadSize) || got != nil {
 			t.Fatalf("Read(0, %d) = %v, %v; want nil, ErrReadSize", max, got, err)
 		}
@@ -107,7 +149,7 @@ func TestEncodeErrorStoresNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Open("f", 1); err != nil {
+	if _, err := b.Open("f", 1); err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
@@ -119,10 +161,10 @@ func TestEncodeErrorStoresNothing(t *testing.T) {
 	if l.Tail() != 0 {
 		t.Fatalf("tail = %d, want 0", l.Tail())
 	}
-	if first, err := l.Append([]float64{2.5}); err != nil || first != 0 {
-		t.Fatalf("Append = %d, %v", first, err)
+	if last, err := waitWrite(l.Append([]float64{2.5})); err != nil || last != 0 {
+		t.Fatalf("Append = last %d, %v; want 0, nil", last, err)
 	}
-	got, err := l.Read(0, 5, nil)
+	got, err := l.Read(bg, 0, 5, nil)
 	if err != nil || len(got) != 1 || got[0] != 2.5 {
 		t.Fatalf("Read = %v, %v", got, err)
 	}
@@ -142,14 +184,14 @@ func TestCodecs(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := b.Open("p", 1); err != nil {
+				if _, err := b.Open("p", 1); err != nil {
 					t.Fatal(err)
 				}
 				l := b.Partition(0)
-				if _, err := l.Append([]point{{int32(round), 1}, {int32(round), 2}}); err != nil {
+				if _, err := waitWrite(l.Append([]point{{int32(round), 1}, {int32(round), 2}})); err != nil {
 					t.Fatal(err)
 				}
-				got, err := l.Read(0, 10, nil)
+				got, err := l.Read(bg, 0, 10, nil)
 				want := []point{{0, 1}, {0, 2}, {1, 1}, {1, 2}}[:2*(round+1)]
 				if err != nil || len(got) != len(want) {
 					t.Fatalf("Read = %v, %v; want %v", got, err, want)
@@ -196,7 +238,7 @@ func TestOptionsValidated(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"", ".", "..", "a/b"} {
-		if err := b.Open(name, 1); !errors.Is(err, ErrInvalidName) {
+		if _, err := b.Open(name, 1); !errors.Is(err, ErrInvalidName) {
 			t.Fatalf("Open(%q): err = %v, want ErrInvalidName", name, err)
 		}
 	}
@@ -209,23 +251,23 @@ func TestCommits(t *testing.T) {
 	appendItems(t, l, 0, 10, 10)
 	groups := []string{"plain", "", ".", "..", "a/b", "50%", "ünï"}
 	for i, g := range groups {
-		if c, ok := l.Committed(g); ok || c != 0 {
+		if c, ok := committed(t, l, g); ok || c != 0 {
 			t.Fatalf("Committed(%q) = %d, %v before any commit", g, c, ok)
 		}
-		if err := l.Commit(g, int64(i+1)); err != nil {
+		if err := l.Commit(bg, g, int64(i+1)); err != nil {
 			t.Fatalf("Commit(%q): %v", g, err)
 		}
 	}
-	if err := l.Commit("plain", 0); err != nil {
+	if err := l.Commit(bg, "plain", 0); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := l.Committed("plain"); c != 1 {
+	if c, _ := committed(t, l, "plain"); c != 1 {
 		t.Fatalf("commit moved backwards to %d", c)
 	}
-	if err := l.Commit("plain", 11); !errors.Is(err, isb.ErrOutOfRange) {
+	if err := l.Commit(bg, "plain", 11); !errors.Is(err, isb.ErrOutOfRange) {
 		t.Fatalf("commit beyond tail: err = %v", err)
 	}
-	if err := b.Partition(1).Commit("only-p1", 0); err != nil {
+	if err := b.Partition(1).Commit(bg, "only-p1", 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Close(); err != nil {
@@ -234,15 +276,15 @@ func TestCommits(t *testing.T) {
 
 	b2 := open(t, dir, 2)
 	want := []string{"", ".", "..", "50%", "a/b", "only-p1", "plain", "ünï"}
-	if got := b2.Groups(); strings.Join(got, "|") != strings.Join(want, "|") {
+	if got := groupsOf(t, b2); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("Groups() = %q, want %q", got, want)
 	}
 	for i, g := range groups {
-		if c, ok := b2.Partition(0).Committed(g); !ok || c != int64(i+1) {
+		if c, ok := committed(t, b2.Partition(0), g); !ok || c != int64(i+1) {
 			t.Fatalf("Committed(%q) = %d, %v after reopen; want %d", g, c, ok, i+1)
 		}
 	}
-	if _, ok := b2.Partition(1).Committed("plain"); ok {
+	if _, ok := committed(t, b2.Partition(1), "plain"); ok {
 		t.Fatal("partition 1 has a commit of a group that committed only on partition 0")
 	}
 }
@@ -270,7 +312,7 @@ func TestFlushPolicies(t *testing.T) {
 			t.Fatalf("durable tail %d after 4 of Batch(4), want 4", d)
 		}
 		appendItems(t, p, 4, 6, 1)
-		if err := p.Commit("g", 5); err != nil {
+		if err := p.Commit(bg, "g", 5); err != nil {
 			t.Fatal(err)
 		}
 		if d := durableTail(p); d != 6 {
@@ -316,7 +358,7 @@ func TestRetention(t *testing.T) {
 		l := b.Partition(0)
 		appendItems(t, l, 0, 500, 50)
 		n := len(segFiles(t, dir, 0))
-		if err := l.Commit("g", 500); err != nil {
+		if err := l.Commit(bg, "g", 500); err != nil {
 			t.Fatal(err)
 		}
 		if err := l.Release(500); err != nil {
@@ -336,7 +378,7 @@ func TestRetention(t *testing.T) {
 			t.Fatalf("only %d segments", len(segs))
 		}
 		// A persisted group that has consumed less holds the data.
-		if err := l.Commit("slow", segs[1].first); err != nil {
+		if err := l.Commit(bg, "slow", segs[1].first); err != nil {
 			t.Fatal(err)
 		}
 		if err := l.Release(500); err != nil {
@@ -345,7 +387,7 @@ func TestRetention(t *testing.T) {
 		if l.Head() != 0 {
 			t.Fatalf("head %d: deleted what group slow has not consumed", l.Head())
 		}
-		if err := l.Commit("slow", segs[3].first); err != nil {
+		if err := l.Commit(bg, "slow", segs[3].first); err != nil {
 			t.Fatal(err)
 		}
 		if err := l.Release(segs[3].first); err != nil {
@@ -360,7 +402,7 @@ func TestRetention(t *testing.T) {
 				t.Fatalf("segment %d exists=%v", i, exists(s.path))
 			}
 		}
-		if _, err := l.Read(segs[2].first-1, 1, nil); !errors.Is(err, isb.ErrOutOfRange) {
+		if _, err := l.Read(bg, segs[2].first-1, 1, nil); !errors.Is(err, isb.ErrOutOfRange) {
 			t.Fatalf("read below head: %v", err)
 		}
 		if err := b.Close(); err != nil {
@@ -386,7 +428,7 @@ func TestConcurrentReadAppend(t *testing.T) {
 	var wg sync.WaitGroup
 	for g := range 3 {
 		group := fmt.Sprint("g", g)
-		if err := l.Commit(group, 0); err != nil {
+		if err := l.Commit(bg, group, 0); err != nil {
 			t.Fatal(err)
 		}
 		wg.Go(func() {
@@ -396,7 +438,7 @@ func TestConcurrentReadAppend(t *testing.T) {
 					time.Sleep(10 * time.Microsecond)
 					continue
 				}
-				items, err := l.Read(off, len(buf), buf)
+				items, err := l.Read(bg, off, len(buf), buf)
 				if err != nil {
 					t.Error(err)
 					return
@@ -409,7 +451,7 @@ func TestConcurrentReadAppend(t *testing.T) {
 				}
 				off += int64(len(items))
 				if off%100 < 16 {
-					if err := l.Commit(group, off); err != nil {
+					if err := l.Commit(bg, group, off); err != nil {
 						t.Error(err)
 						return
 					}
@@ -442,10 +484,10 @@ func TestClosed(t *testing.T) {
 	if _, err := l.Append([]string{"x"}); !errors.Is(err, isb.ErrClosed) {
 		t.Fatalf("Append after Close: %v", err)
 	}
-	if _, err := l.Read(0, 1, nil); !errors.Is(err, isb.ErrClosed) {
+	if _, err := l.Read(bg, 0, 1, nil); !errors.Is(err, isb.ErrClosed) {
 		t.Fatalf("Read after Close: %v", err)
 	}
-	if err := l.Commit("g", 1); !errors.Is(err, isb.ErrClosed) {
+	if err := l.Commit(bg, "g", 1); !errors.Is(err, isb.ErrClosed) {
 		t.Fatalf("Commit after Close: %v", err)
 	}
 }
@@ -454,7 +496,7 @@ func TestLayout(t *testing.T) {
 	dir := t.TempDir()
 	b := open(t, dir, 1)
 	appendItems(t, b.Partition(0), 0, 3, 3)
-	if err := b.Partition(0).Commit("a/b", 2); err != nil {
+	if err := b.Partition(0).Commit(bg, "a/b", 2); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{segmentFileName(0), producerFile, earliestFile, filepath.Join(offsetsDir, "a%2Fb", consumerFile)} {
@@ -479,14 +521,14 @@ func TestMappingFaultIsAnError(t *testing.T) {
 	if err := os.Truncate(l.(*partition[string]).segs[0].path, 0); err != nil {
 		t.Fatal(err)
 	}
-	_, err := l.Read(0, 1, nil)
+	_, err := l.Read(bg, 0, 1, nil)
 	if fe, ok := errors.AsType[*FaultError](err); !ok || !errors.Is(err, ErrFault) || fe.File != l.(*partition[string]).segs[0].path || fe.Offset != segmentHeaderSize {
 		t.Fatalf("Read: %v, want a *FaultError naming the segment at byte %d", err, segmentHeaderSize)
 	}
-	if off, err := l.Append([]string{"x"}); err != nil || off != 3 {
+	if off, err := waitWrite(l.Append([]string{"x"})); err != nil || off != 3 {
 		t.Fatalf("Append = %d, %v; want 3, nil", off, err)
 	}
-	if got, err := l.Read(3, 1, nil); err != nil || len(got) != 1 || got[0] != "x" {
+	if got, err := l.Read(bg, 3, 1, nil); err != nil || len(got) != 1 || got[0] != "x" {
 		t.Fatalf("Read(3) = %q, %v; want [x]", got, err)
 	}
 }
@@ -536,18 +578,25 @@ func TestFailedFlushStoresNothing(t *testing.T) {
 	}
 	big := strings.Repeat("y", 1<<20)
 	batch := []string{big, big, big, big, big}
-	if _, err := l.Append(batch); err == nil {
+	w, err := l.Append(batch)
+	if err == nil {
+		if !w.Pending() {
+			t.Fatal("Append under Immediate returned a complete Write before its flush")
+		}
+		_, err = w.Wait(bg)
+	}
+	if err == nil {
 		t.Fatal("Append succeeded although its producer checkpoint could not be written")
 	}
 	if got := l.Tail(); got != 3 {
 		t.Fatalf("tail = %d after a failed flush, want 3 (the batch must stay invisible)", got)
 	}
-	if _, err := l.Read(3, 5, nil); !errors.Is(err, isb.ErrOutOfRange) {
+	if _, err := l.Read(bg, 3, 5, nil); !errors.Is(err, isb.ErrOutOfRange) {
 		t.Fatalf("Read(3) after a failed flush: err = %v, want isb.ErrOutOfRange", err)
 	}
 	checkItems(t, readAll(t, l), 0, 3)
 	// The failure is sticky: nobody knows what reached the disk.
-	if _, err := l.Append([]string{item(3)}); err == nil {
+	if _, err := waitWrite(l.Append([]string{item(3)})); err == nil {
 		t.Fatal("Append after a failed flush succeeded, want the sticky error")
 	}
 }
@@ -559,7 +608,7 @@ func TestFailedRolloverLeavesNoSegment(t *testing.T) {
 	b := open(t, dir, 1)
 	l := b.Partition(0)
 	big := strings.Repeat("x", 3000) // two do not fit in one segment
-	if _, err := l.Append([]string{big}); err != nil {
+	if _, err := waitWrite(l.Append([]string{big})); err != nil {
 		t.Fatal(err)
 	}
 	// A directory under the new segment's name makes its rename fail.
@@ -582,7 +631,7 @@ func TestFailedRolloverLeavesNoSegment(t *testing.T) {
 			t.Fatalf("%s left behind by the failed rollover", e.Name())
 		}
 	}
-	if got, err := l.Read(0, 1, nil); err != nil || len(got) != 1 || got[0] != big {
+	if got, err := l.Read(bg, 0, 1, nil); err != nil || len(got) != 1 || got[0] != big {
 		t.Fatalf("Read(0) after a failed rollover = %d items, %v; want the first item", len(got), err)
 	}
 }

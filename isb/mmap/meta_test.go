@@ -21,13 +21,13 @@ func createInt64(t *testing.T) string {
 	dir := t.TempDir()
 	b, err := New[int64](dir, SegmentSize(MinSegmentSize))
 	if err == nil {
-		err = b.Open(testTopic, 2)
+		_, err = b.Open(testTopic, 2)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	for p := range 2 {
-		if _, err := b.Partition(p).Append([]int64{int64(40 + p)}); err != nil {
+		if _, err := waitWrite(b.Partition(p).Append([]int64{int64(40 + p)})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -65,7 +65,7 @@ func TestOpenWithOtherPartitionCount(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantMismatch(t, b.Open(testTopic, n), "partition count", "2", strconv.Itoa(n))
+		wantMismatch(t, errOf(b.Open(testTopic, n)), "partition count", "2", strconv.Itoa(n))
 	}
 	if exists(filepath.Join(dir, testTopic, partitionDirName(2))) {
 		t.Fatal("a refused open created a partition")
@@ -84,7 +84,7 @@ func TestOpenWithOtherCodec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantMismatch(t, b.Open(testTopic, 2), "codec", codec.JSON[int64]().Name(), raw.Name())
+	wantMismatch(t, errOf(b.Open(testTopic, 2)), "codec", codec.JSON[int64]().Name(), raw.Name())
 }
 
 // A topic of one struct type opened as another would decode zero values.
@@ -92,12 +92,12 @@ func TestOpenWithOtherElementType(t *testing.T) {
 	dir := t.TempDir()
 	a, err := New[orderA](dir, SegmentSize(MinSegmentSize))
 	if err == nil {
-		err = a.Open(testTopic, 1)
+		_, err = a.Open(testTopic, 1)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Partition(0).Append([]orderA{{ID: 7}}); err != nil {
+	if _, err := waitWrite(a.Partition(0).Append([]orderA{{ID: 7}})); err != nil {
 		t.Fatal(err)
 	}
 	a.Close()
@@ -106,17 +106,17 @@ func TestOpenWithOtherElementType(t *testing.T) {
 		t.Fatal(err)
 	}
 	pkg := "github.com/runnel-dev/runnel/isb/mmap."
-	wantMismatch(t, b.Open(testTopic, 1), "element type", pkg+"orderA", pkg+"orderB")
+	wantMismatch(t, errOf(b.Open(testTopic, 1)), "element type", pkg+"orderA", pkg+"orderB")
 	// The same type opens and reads what was written.
 	a2, err := New[orderA](dir, SegmentSize(MinSegmentSize))
 	if err == nil {
-		err = a2.Open(testTopic, 1)
+		_, err = a2.Open(testTopic, 1)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a2.Close()
-	if got, err := a2.Partition(0).Read(0, 1, nil); err != nil || got[0].ID != 7 {
+	if got, err := a2.Partition(0).Read(bg, 0, 1, nil); err != nil || got[0].ID != 7 {
 		t.Fatalf("read %v, %v", got, err)
 	}
 }
@@ -130,10 +130,10 @@ func TestTopicMetaDamage(t *testing.T) {
 	data[9] ^= 1
 	os.WriteFile(path, data, 0o644)
 	b, _ := New[int64](dir)
-	wantCorrupt(t, b.Open(testTopic, 2), metaFile)
+	wantCorrupt(t, errOf(b.Open(testTopic, 2)), metaFile)
 	os.Remove(path)
 	b, _ = New[int64](dir)
-	wantCorrupt(t, b.Open(testTopic, 2), metaFile)
+	wantCorrupt(t, errOf(b.Open(testTopic, 2)), metaFile)
 }
 
 // A partition directory beyond the stored count is named, the highest
@@ -144,7 +144,7 @@ func TestStrayPartitionsNameTheHighest(t *testing.T) {
 		os.Mkdir(filepath.Join(dir, testTopic, partitionDirName(id)), 0o755)
 	}
 	b, _ := New[int64](dir)
-	err := b.Open(testTopic, 2)
+	_, err := b.Open(testTopic, 2)
 	wantCorrupt(t, err, partitionDirName(3))
 	if !strings.Contains(err.Error(), "at least 4") {
 		t.Fatalf("error %q does not say how many partitions the directory holds", err)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnel-dev/runnel/watermark"
 )
 
 // BenchmarkPut puts a WMB-sized value (22 bytes) through the store beside
@@ -137,3 +139,46 @@ func (j instantJS) KeyValue(context.Context, string) (jetstream.KeyValue, error)
 type instantKV struct{ jetstream.KeyValue }
 
 func (instantKV) Put(context.Context, string, []byte) (uint64, error) { return 1, nil }
+
+// BenchmarkPublish is what the data path pays per WMB: Publisher.Publish
+// (throttle 0, every call advancing the watermark) into the store on an
+// embedded server, the way a forwarder publishes after each write. "put"
+// is Store.Put of the same value, the round trip a publish paid while it
+// put the WMB itself.
+func BenchmarkPublish(b *testing.B) {
+	ctx := context.Background()
+	_, js := startServer(b).connect()
+	store := newStore(b, js)
+	const bucket = "bench"
+	b.Run("put", func(b *testing.B) {
+		value := make([]byte, 22)
+		for b.Loop() {
+			if err := store.Put(ctx, bucket, "wmb.q-0.0", value); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("publisher", func(b *testing.B) {
+		p, err := watermark.NewPublisher(store, watermark.PublisherConfig{
+			Processor: "p-0", Edges: []watermark.PublisherEdge{{Bucket: bucket, Partitions: 1}}, Throttle: 0,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := p.Start(ctx); err != nil {
+			b.Fatal(err)
+		}
+		base := time.Now()
+		off := int64(0)
+		for b.Loop() {
+			if err := p.Publish(bucket, 0, off, base.Add(time.Duration(off)*time.Millisecond)); err != nil {
+				b.Fatal(err)
+			}
+			off++
+		}
+		b.StopTimer()
+		if err := p.Stop(ctx); err != nil {
+			b.Fatal(err)
+		}
+	})
+}

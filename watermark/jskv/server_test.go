@@ -18,9 +18,9 @@ type testServer struct {
 	t testing.TB
 }
 
-func startServer(t testing.TB) *testServer {
+func startServer(t testing.TB, opts ...natstest.Option) *testServer {
 	t.Helper()
-	return &testServer{Server: natstest.Start(t), t: t}
+	return &testServer{Server: natstest.Start(t, opts...), t: t}
 }
 
 // stop shuts the server down; stopping a stopped server does nothing.

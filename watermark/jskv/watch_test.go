@@ -47,56 +47,123 @@ func watchedStore(t *testing.T, connOpts []nats.Option, opts ...jskv.Option) (*t
 
 var reconnectForever = []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(20 * time.Millisecond)}
 
-// TestWatchResumesAfterServerRestart: the server stops and starts again on
-// the same store directory; the client reconnects and the watch carries on
-// with the next change, having lost and repeated nothing. The values
-// written before the restart are still there.
-func TestWatchResumesAfterServerRestart(t *testing.T) {
-	t.Parallel() // waits for missed heartbeats, as the memory bucket test does
-	srv, s, w := watchedStore(t, reconnectForever)
+// TestWatchResumesAfterServerRestarts: the server stops and starts again
+// on the same store directory, twice; the watch reopens its watcher from
+// the revision after the last change it delivered and carries on with the
+// changes made since, another connection's among them (made while the
+// watch's connection may not have reconnected yet), each exactly once and
+// in order: a change delivered twice or missed would show up in the exact
+// sequence. The bucket keeps 10 values per key: with the default 1, a
+// change made before the watch reopens is replaced by the next change of
+// its key, which the watch then sees alone (the Store contract allows it).
+// The values written before the restarts are still there.
+func TestWatchResumesAfterServerRestarts(t *testing.T) {
+	srv, s, w := watchedStore(t, reconnectForever, jskv.WithHistory(10))
+	_, js := srv.connect(reconnectForever...)
+	other := newStore(t, js)
 	putEventually(t, s, "b", "k2", "2")
 	w.Expect("put k2=2")
 
 	srv.restart()
-	putEventually(t, s, "b", "k3", "3")
-	putEventually(t, s, "b", "k", "4")
-	w.Expect("put k3=3", "put k=4")
+	putEventually(t, other, "b", "k3", "3")
+	putEventually(t, other, "b", "k", "4")
+	putEventually(t, s, "b", "k", "5")
+	w.Expect("put k3=3", "put k=4", "put k=5")
+
+	srv.restart()
+	putEventually(t, other, "b", "k", "6")
+	if err := other.Delete(t.Context(), "b", "k3"); err != nil {
+		t.Fatal(err)
+	}
+	putEventually(t, s, "b", "last", "7")
+	w.Expect("put k=6", "delete k3=", "put last=7")
 	v, err := s.Get(t.Context(), "b", "k2")
 	if err != nil || string(v) != "2" {
 		t.Fatalf("Get after restart = %q, %v; want 2", v, err)
 	}
 }
 
-// TestWatchFailsWhenMemoryBucketLost: a restart loses a memory bucket; the
-// watch cannot recreate its consumer and fails instead of waiting forever.
-func TestWatchFailsWhenMemoryBucketLost(t *testing.T) {
-	t.Parallel() // waits for missed heartbeats, as the restart test does
-	asyncErrs := make(chan error, 100)
-	onError := nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-		select {
-		case asyncErrs <- err:
-		default:
+// TestWatchWaitsWhileServerDown: a watch started while the server is down
+// neither fails nor ends; it opens once the server is back and delivers
+// what is there.
+func TestWatchWaitsWhileServerDown(t *testing.T) {
+	srv := startServer(t)
+	_, js := srv.connect(reconnectForever...)
+	s := newStore(t, js)
+	putEventually(t, s, "b", "k", "1")
+	srv.stop()
+	w := storetest.StartWatch(t, s, "b")
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	w.Expect("put k=1", "synced =")
+	putEventually(t, s, "b", "k", "2")
+	w.Expect("put k=2")
+}
+
+// TestWatchResumesWhenConsumerDeleted: the watch's consumer is deleted on
+// the server; the watch goes on (the client recreates the consumer from
+// the next revision once its heartbeats stop) with the changes made since.
+func TestWatchResumesWhenConsumerDeleted(t *testing.T) {
+	t.Parallel() // waits for two missed 5s heartbeats
+	srv, s, w := watchedStore(t, reconnectForever)
+	_, js := srv.connect()
+	stream, err := js.Stream(t.Context(), "KV_b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := stream.ConsumerNames(t.Context())
+	n := 0
+	for name := range names.Name() {
+		if err := stream.DeleteConsumer(t.Context(), name); err != nil {
+			t.Fatal(err)
 		}
-	})
-	srv, _, w := watchedStore(t, append(reconnectForever, onError), jskv.WithStorage(jetstream.MemoryStorage))
+		n++
+	}
+	if names.Err() != nil || n != 1 {
+		t.Fatalf("deleted %d consumers (%v), want the watch's one", n, names.Err())
+	}
+	putEventually(t, s, "b", "k", "2")
+	putEventually(t, s, "b", "j", "3")
+	w.Expect("put k=2", "put j=3")
+}
+
+// TestWatchFailsWhenMemoryBucketLost: a restart loses a memory bucket; the
+// watch cannot go on from where it was and fails, naming the bucket,
+// instead of waiting forever.
+func TestWatchFailsWhenMemoryBucketLost(t *testing.T) {
+	srv, _, w := watchedStore(t, reconnectForever, jskv.WithStorage(jetstream.MemoryStorage))
 	srv.restart()
 	err := w.ExpectFailure()
-	if want := `jskv: watch failed: bucket "b": the ordered consumer could not be recreated (connection CONNECTED; the connection's async error handler has the cause)`; !errors.Is(err, jskv.ErrWatchFailed) || err.Error() != want {
+	var we *jskv.WatchError
+	if want := `jskv: watch failed: bucket "b": jskv: bucket deleted: stream KV_b not found`; !errors.As(err, &we) || we.Bucket != "b" ||
+		!errors.Is(err, jskv.ErrBucketDeleted) || !errors.Is(err, jskv.ErrWatchFailed) || err.Error() != want {
 		t.Fatalf("watch failed with %v; want %s", err, want)
 	}
-	// The cause went to the connection's handler, as the error says. The
-	// handler runs on the connection's own goroutine, so it may be called
-	// after the watch reported its failure: wait for it.
-	deadline := time.After(30 * time.Second)
-	for {
-		select {
-		case err := <-asyncErrs:
-			if errors.Is(err, nats.ErrStreamNotFound) {
-				return
+}
+
+// TestWatchFailsWhenBucketDeleted: the bucket is deleted under a watch,
+// and at once created again by a Put, as a publisher's next heartbeat
+// does: the watch fails, naming the bucket, rather than following the new
+// bucket from the old one's revision (it would skip the new bucket's first
+// changes).
+func TestWatchFailsWhenBucketDeleted(t *testing.T) {
+	for _, again := range []bool{false, true} {
+		t.Run(map[bool]string{false: "deleted", true: "created-again"}[again], func(t *testing.T) {
+			srv, s, w := watchedStore(t, reconnectForever)
+			_, js := srv.connect()
+			if err := js.DeleteKeyValue(t.Context(), "b"); err != nil {
+				t.Fatal(err)
 			}
-		case <-deadline:
-			t.Fatal("no stream-not-found error reached the connection's error handler in 30s")
-		}
+			if again {
+				putEventually(t, s, "b", "k", "2")
+			}
+			err := w.ExpectFailure()
+			var we *jskv.WatchError
+			if !errors.As(err, &we) || we.Bucket != "b" || !errors.Is(err, jskv.ErrBucketDeleted) {
+				t.Fatalf("watch failed with %v; want a *jskv.WatchError for bucket b matching ErrBucketDeleted", err)
+			}
+		})
 	}
 }
 
@@ -120,7 +187,7 @@ func TestWatchFailsWhenConnectionClosed(t *testing.T) {
 	w.Expect("synced =")
 	nc.Close()
 	err := w.ExpectFailure()
-	if want := `jskv: watch failed: bucket "b": nats: connection closed`; err.Error() != want {
+	if want := `jskv: watch failed: bucket "b": nats: connection closed`; err.Error() != want || !errors.Is(err, nats.ErrConnectionClosed) {
 		t.Fatalf("watch failed with %v; want %s", err, want)
 	}
 }

@@ -33,8 +33,8 @@ import (
 
 // waitTimeout bounds every wait for a watch, so a broken store fails a test
 // instead of hanging it. It is not a timing assertion: a correct store is
-// orders of magnitude faster, except where a test restarts a server (a
-// JetStream watch then resumes after up to two missed 5s heartbeats).
+// orders of magnitude faster, except where a test waits for a JetStream
+// client to notice a consumer gone (two missed 5s heartbeats).
 const waitTimeout = 60 * time.Second
 
 // Run runs the contract suite, one subtest per promise. newStore returns a
