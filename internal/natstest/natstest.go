@@ -12,6 +12,7 @@ package natstest
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -27,10 +28,16 @@ type Server struct {
 	t      testing.TB
 	dir    string
 	adjust func(*server.Options)
+	// name, cluster and routes are set for a member of a Cluster; cluster
+	// is the cluster's name, "" for a server alone.
+	name    string
+	cluster string
+	routes  []*url.URL
 
-	mu   sync.Mutex
-	port int // chosen by the first start, kept by restarts
-	srv  *server.Server
+	mu          sync.Mutex
+	port        int // chosen by the first start, kept by restarts
+	clusterPort int // likewise, for the routes of a Cluster member
+	srv         *server.Server
 }
 
 // Option configures Start.
@@ -71,17 +78,18 @@ func (s *Server) start() error {
 	if s.srv != nil {
 		return nil
 	}
-	port := s.port
-	if port == 0 {
-		port = server.RANDOM_PORT
-	}
 	opts := &server.Options{
-		Host:      "127.0.0.1",
-		Port:      port,
-		JetStream: true,
-		StoreDir:  s.dir,
-		NoLog:     true,
-		NoSigs:    true,
+		ServerName: s.name,
+		Host:       "127.0.0.1",
+		Port:       orRandom(s.port),
+		JetStream:  true,
+		StoreDir:   s.dir,
+		NoLog:      true,
+		NoSigs:     true,
+	}
+	if s.cluster != "" {
+		opts.Cluster = server.ClusterOpts{Name: s.cluster, Host: "127.0.0.1", Port: orRandom(s.clusterPort)}
+		opts.Routes = s.routes
 	}
 	if s.adjust != nil {
 		s.adjust(opts)
@@ -94,11 +102,22 @@ func (s *Server) start() error {
 	if !srv.ReadyForConnections(30 * time.Second) {
 		srv.Shutdown()
 		srv.WaitForShutdown()
-		return fmt.Errorf("natstest: the embedded NATS server on port %d did not become ready in 30s", port)
+		return fmt.Errorf("natstest: the embedded NATS server on port %d (-1: random) did not become ready in 30s", opts.Port)
 	}
 	s.srv = srv
 	s.port = srv.Addr().(*net.TCPAddr).Port
+	if s.cluster != "" {
+		s.clusterPort = srv.ClusterAddr().Port
+	}
 	return nil
+}
+
+// orRandom is port, or a random free one for 0.
+func orRandom(port int) int {
+	if port == 0 {
+		return server.RANDOM_PORT
+	}
+	return port
 }
 
 // Stop shuts the server down and waits until it has; stopping a stopped

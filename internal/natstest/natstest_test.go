@@ -53,3 +53,41 @@ func TestRestartKeepsStreams(t *testing.T) {
 	}
 	t.Fatalf("stream not reachable after the restart: %v", last)
 }
+
+// A cluster of three elects a meta leader and holds an R3 stream whose
+// replicas are all current: a message published through one server is
+// read back through a connection to another.
+func TestClusterReplicates(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := natstest.StartCluster(t, 3)
+	if n := len(c.Servers()); n != 3 {
+		t.Fatalf("%d servers; want 3", n)
+	}
+	first, err := jetstream.New(c.Servers()[0].Connect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s"}, Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Publish(ctx, "s", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	last, err := jetstream.New(c.Servers()[2].Connect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := last.Stream(ctx, "S")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := st.CachedInfo()
+	if info.Cluster == nil || len(info.Cluster.Replicas) != 2 || info.State.Msgs != 1 {
+		t.Fatalf("stream S: cluster %+v, %d messages; want a leader and 2 replicas, 1 message", info.Cluster, info.State.Msgs)
+	}
+	msg, err := st.GetMsg(ctx, 1)
+	if err != nil || string(msg.Data) != "x" {
+		t.Fatalf("message 1 read through another server: %v, %v; want x", msg, err)
+	}
+}

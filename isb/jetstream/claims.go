@@ -88,6 +88,11 @@ func (b *Backend[T]) Claim(group string, partitions []int) (isb.Lease, error) {
 		key := b.names.key(p, group)
 		ctx, cancel := context.WithTimeout(b.ctx, b.cfg.requestTimeout)
 		rev, err := c.b.kv.Create(ctx, key, []byte(b.id))
+		if errors.Is(err, natsjs.ErrKeyExists) {
+			// Create's own check may have asked a replica behind its
+			// leader (see freed.go): ask the leader.
+			rev, err = b.createFreed(ctx, key, err)
+		}
 		cancel()
 		if err != nil {
 			if rerr := c.release(); rerr != nil {
@@ -118,6 +123,20 @@ func (b *Backend[T]) forget(c *claim) bool {
 	_, held := b.held[c]
 	delete(b.held, c)
 	return held
+}
+
+// createFreed claims key by compare-and-set on its delete marker when the
+// claims stream's leader says it is free; otherwise it returns exists, the
+// error of the Create that failed.
+func (b *Backend[T]) createFreed(ctx context.Context, key string, exists error) (uint64, error) {
+	rev, free, err := freedRevision(ctx, b.nc, b.names.claims(), key)
+	if err != nil {
+		return 0, errors.Join(exists, err)
+	}
+	if !free {
+		return 0, exists
+	}
+	return b.claims.Update(ctx, key, []byte(b.id), rev) // ErrKeyExists if claimed meanwhile
 }
 
 // release deletes the claimed keys, each only if it is still this claim's.

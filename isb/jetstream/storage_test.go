@@ -52,21 +52,28 @@ func TestSuite(t *testing.T) {
 // of its own to one server (procs_test.go runs real processes).
 func TestSharedSuite(t *testing.T) {
 	srv := natstest.Start(t)
-	isbtest.RunShared(t, func(_ testing.TB, limit int64) isbtest.SharedStorage {
+	isbtest.RunShared(t, sharedOn(func() *nats.Conn { return srv.Connect() }))
+}
+
+// sharedOn returns a SharedFactory of fresh namespaces whose every
+// "process" is a topic on a connection of its own (connect), with opts
+// after the test options.
+func sharedOn(connect func() *nats.Conn, opts ...jetstream.Option) isbtest.SharedFactory {
+	return func(_ testing.TB, limit int64) isbtest.SharedStorage {
 		prefix := fmt.Sprintf("s%d-", prefixes.Add(1))
-		opts := testOptions(prefix)
+		all := append(testOptions(prefix), opts...)
 		if limit > 0 {
 			// The usage limit is the suite's: uncommitted items. The
 			// stream's own limit sits above it (it counts what retention
 			// has not deleted yet).
-			opts = append(opts, jetstream.MaxMsgs(4*limit), jetstream.UsageLimit(0.25))
+			all = append(all, jetstream.MaxMsgs(4*limit), jetstream.UsageLimit(0.25))
 		}
 		return isbtest.SharedStorage{Open: func(t testing.TB, topicOpts ...isb.TopicOption) (*isb.Topic[isbtest.Item], error) {
-			tp, err := jetstream.NewTopic[isbtest.Item](srv.Connect(), "orders", append(opts, jetstream.Topic(topicOpts...))...)
+			tp, err := jetstream.NewTopic[isbtest.Item](connect(), "orders", append(all, jetstream.Topic(topicOpts...))...)
 			if err == nil {
 				t.Cleanup(func() { tp.Close() })
 			}
 			return tp, err
 		}}
-	})
+	}
 }
