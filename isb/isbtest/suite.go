@@ -93,14 +93,20 @@ func (s suite) topic(t *testing.T, opts ...isb.TopicOption) *isb.Topic[Item] {
 func (s suite) boundedTopic(t *testing.T, capacity int64, opts ...isb.TopicOption) *isb.Topic[Item] {
 	t.Helper()
 	tp, err := s.f(t, "orders", append([]isb.TopicOption{isb.Capacity(capacity)}, opts...)...)
-	var oe *isb.OptionError
-	if errors.As(err, &oe) && oe.Option == "Capacity" {
+	if capacityRefused(err) {
 		tp, err = s.f(t, "orders", opts...)
 	}
 	if err != nil {
 		t.Fatalf("factory: %v", err)
 	}
 	return tp
+}
+
+// capacityRefused reports whether NewTopic refused the Capacity option:
+// the storage enforces its own limits (isb.Caps.OwnsLimits).
+func capacityRefused(err error) bool {
+	var oe *isb.OptionError
+	return errors.As(err, &oe) && oe.Option == "Capacity"
 }
 
 // skipOwnLimits skips a test whose topic NewTopic refused the Capacity
@@ -110,8 +116,7 @@ func (s suite) boundedTopic(t *testing.T, capacity int64, opts ...isb.TopicOptio
 // own package.
 func skipOwnLimits(t *testing.T, err error) {
 	t.Helper()
-	var oe *isb.OptionError
-	if errors.As(err, &oe) && oe.Option == "Capacity" {
+	if capacityRefused(err) {
 		t.Skipf("storage enforces its own limits (isb.Caps.OwnsLimits): the topic's Capacity does not apply: %v", err)
 	}
 }

@@ -230,15 +230,17 @@ func (l *log[T]) request(parent context.Context, op string, f func(ctx context.C
 	}
 }
 
-// bound returns a context that ends with ctx and with base, the log's own
-// (sealed when the topic closes): a call ends when either does. With a ctx
-// that never ends it is base itself, without an allocation.
-func (l *log[T]) bound(ctx context.Context) (context.Context, func()) {
+// bound returns a context that ends with ctx and with base (the log's
+// own, sealed when the topic closes, for reads; the backend's, closed after
+// the topic waited for its consumers, for commits): a call ends when either
+// does. With a ctx that never ends it is base itself, without an
+// allocation.
+func bound(ctx, base context.Context) (context.Context, func()) {
 	if ctx.Done() == nil {
-		return l.ctx, func() {}
+		return base, func() {}
 	}
 	c, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(l.ctx, cancel)
+	stop := context.AfterFunc(base, cancel)
 	return c, func() { stop(); cancel() }
 }
 
@@ -253,9 +255,8 @@ func (l *log[T]) Commit(ctx context.Context, group string, offset int64) error {
 	}
 	key := l.b.names.key(l.p, group)
 	val := strconv.AppendInt(nil, offset, 10)
-	parent, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(l.b.ctx, cancel)()
+	parent, stop := bound(ctx, l.b.ctx)
+	defer stop()
 	return l.request(parent, "commit", func(ctx context.Context) error {
 		for {
 			var err error

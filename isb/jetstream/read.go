@@ -33,7 +33,7 @@ func (l *log[T]) Read(ctx context.Context, offset int64, max int, buf []T) ([]T,
 	}
 	seq := uint64(offset) + 1
 	var end batchEnd
-	parent, stop := l.bound(ctx)
+	parent, stop := bound(ctx, l.ctx)
 	defer stop()
 	err := l.request(parent, "read", func(ctx context.Context) error {
 		var err error
