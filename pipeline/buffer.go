@@ -35,9 +35,9 @@ type inputBuffer[T any] struct {
 
 // openBuffer creates n's input buffer on the pipeline's storage.
 func openBuffer[T any](c *config, p *Pipeline, n *node) (buffer, error) {
-	topic, backend, err := openTopicBackend[T](c, topicSpec{
-		pipeline: p.name, vertex: n.name,
-		partitions: n.cfg.Partitions, capacity: n.cfg.BufferCapacity,
+	topic, backend, err := openTopicBackend[T](c, BufferSpec{
+		Pipeline: p.name, Vertex: n.name,
+		Partitions: n.cfg.Partitions, Capacity: n.cfg.BufferCapacity,
 	})
 	if err != nil {
 		return nil, err

@@ -35,7 +35,34 @@ var (
 	// ErrDrainTimeout: after ctx was cancelled, draining took longer than
 	// the DrainTimeout; what was still in flight was abandoned.
 	ErrDrainTimeout = errors.New("pipeline: drain timeout")
+	// ErrStorage: the storage cannot run the pipeline as asked: a durable
+	// storage that keeps no reduce log or no source state, or storage one
+	// process owns asked to run a subset of the vertices (Only, Replicas).
+	ErrStorage = errors.New("pipeline: storage cannot run this")
+	// ErrReplicaTaken is matched by every *ReplicaError: another process
+	// runs the replica already.
+	ErrReplicaTaken = errors.New("pipeline: replica runs in another process")
 )
+
+// ReplicaError reports that a replica of a vertex could not be claimed
+// because another process holds its claim (on shared storage, see Only).
+// The claim of a process that died expires, after which the replica can
+// be started again.
+type ReplicaError struct {
+	Vertex  string
+	Replica int
+	Err     error // the storage's refusal
+}
+
+func (e *ReplicaError) Error() string {
+	return fmt.Sprintf("pipeline: vertex %q replica %d runs in another process: %v", e.Vertex, e.Replica, e.Err)
+}
+
+// Unwrap returns the storage's refusal.
+func (e *ReplicaError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrReplicaTaken) true.
+func (e *ReplicaError) Is(target error) bool { return target == ErrReplicaTaken }
 
 // VertexError reports a problem of one vertex.
 type VertexError struct {

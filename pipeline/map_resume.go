@@ -30,7 +30,7 @@ import (
 // holds what it found (nil on memory storage, which a crash empties). Run
 // calls it once, after every buffer is open and before any replica starts.
 func prepareMap[In, Out any](c *config, p *Pipeline, n *node) (*forwarder.MapResume, error) {
-	if _, durable := c.storage.(*mmapStorage); !durable {
+	if !c.storage.Durable() {
 		return nil, nil
 	}
 	in := n.in.(*inputBuffer[In])

@@ -185,11 +185,8 @@ func describeWindowing(w vertex.Windowing) string {
 }
 
 // logsReduce reports whether a reduce on storage s keeps a WAL: on
-// durable storage.
-func logsReduce(s Storage) bool {
-	_, ok := s.(*mmapStorage)
-	return ok
-}
+// durable storage (Run refuses durable storage that has no ReduceLog).
+func logsReduce(s Storage) bool { return s.Durable() }
 
 // reduceConcurrency applies the Concurrency of a reduce vertex with options
 // c on storage s: with a WAL it runs one shard, so 1 when not given, and a
@@ -241,8 +238,13 @@ func (rl *reduceLogs) closeAll() {
 
 // open opens and checks every partition's log of n (see the layout above).
 func (rl *reduceLogs) open(rt *runtime, p *Pipeline, n *node, w vertex.Windowing) error {
-	s := rt.cfg.storage.(*mmapStorage)
-	dir := filepath.Join(s.dir, p.name+".wal", n.name)
+	dir, err := rt.cfg.storage.ReduceLog(p.name, n.name)
+	if err != nil {
+		return fmt.Errorf("reduce WAL: %w", err)
+	}
+	if dir == "" {
+		return fmt.Errorf("%w: %s is durable but keeps no reduce log: a reduce there would lose its windows in a crash", ErrStorage, rt.cfg.storage)
+	}
 	parts := n.cfg.Partitions
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("reduce WAL: %w", err)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"go.uber.org/zap"
 
@@ -39,18 +37,20 @@ import (
 // after every buffer is open and before any replica starts.
 func prepareSource[T any](c *config, p *Pipeline, n *node, src vertex.Source[T]) (*forwarder.SourceResume[T], error) {
 	r, ok := src.(vertex.Resumable)
-	s, durable := c.storage.(*mmapStorage)
-	if !ok || !durable {
+	if !ok || !c.storage.Durable() {
 		return nil, nil
 	}
-	dir := filepath.Join(s.dir, p.name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("source state: %w", err)
+	store, err := c.storage.SourceState(p.name, n.name)
+	if err != nil {
+		return nil, err
 	}
-	file := stateFile{path: filepath.Join(dir, n.name+stateSuffix)}
+	if store == nil {
+		return nil, fmt.Errorf("%w: %s keeps no source state for a resumable source", ErrStorage, c.storage)
+	}
+	file := sourceState{store: store}
 	var res *forwarder.SourceResume[T]
 	if _, acks := src.(vertex.Acker[T]); acks {
-		saved, exists, err := readStateFile(file.path)
+		saved, exists, err := readState(store)
 		if err != nil {
 			return nil, err
 		}

@@ -37,7 +37,7 @@ func (c *valueCounter) Write(_ context.Context, msgs []vertex.Message[int64]) ([
 // would have left them.
 func prewrite(t *testing.T, c *config, v string, from, to int64) {
 	t.Helper()
-	topic, err := openTopic[int64](c, topicSpec{pipeline: "res", vertex: v, partitions: 1, capacity: vconfig.DefaultBufferCapacity})
+	topic, err := openTopic[int64](c, BufferSpec{Pipeline: "res", Vertex: v, Partitions: 1, Capacity: vconfig.DefaultBufferCapacity})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestResumedSourceFindsWhatItWrote(t *testing.T) {
 					t.Errorf("sink c got the other source's message %d %d times, want 1", i, n)
 				}
 			}
-			saved, ok, err := readStateFile(file)
+			saved, ok, err := readState(fileState(file))
 			if err != nil || !ok {
 				t.Fatalf("state after the run: %v, %v", ok, err)
 			}

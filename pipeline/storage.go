@@ -3,8 +3,10 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"time"
 
 	"github.com/runnel-dev/runnel/internal/envelope"
@@ -13,40 +15,97 @@ import (
 	"github.com/runnel-dev/runnel/isb/memory"
 	"github.com/runnel-dev/runnel/isb/mmap"
 	"github.com/runnel-dev/runnel/vertex"
+	"github.com/runnel-dev/runnel/watermark"
 )
 
-// Storage is where a pipeline keeps its buffers: one topic of
-// vertex.Message[T] per reading vertex, named after it, with the vertex's
-// partition count and capacity. [Memory] is the default; [MMap] keeps them in memory-mapped files under a data
+// Storage is where a pipeline keeps what must outlive one message's trip
+// through it: the buffers between vertices, a resumable source's state, a
+// reduce vertex's write-ahead log, the watermarks and the identity of the
+// run. [Memory] is the default; [MMap] keeps everything under a data
 // directory, so a pipeline stopped or killed and started again on the same
-// directory resumes where its vertices had acknowledged.
+// directory resumes where its vertices had acknowledged; package
+// pipeline/jsstorage keeps it in NATS JetStream, so that one pipeline runs
+// over several processes (see [Only]).
 //
-// # Why a description, not an interface with an Open method
+// The whole contract is this interface; the pipeline checks what it gets
+// once, at Run, and refuses a durable storage that keeps no reduce log or
+// no source state rather than run without them.
 //
-// Opening a buffer is generic (its element type is vertex.Message[T]) and Go
-// interfaces cannot have generic methods. The two ways around that are a
-// storage that opens untyped topics of []byte, to which the pipeline adds
-// the envelope encoding, or a non-generic description of the storage that
-// a generic function of this package ([openTopic]) switches on. The first
-// would be open to storages outside this package, but it costs a copy of
-// every message between the two layers, gives memory storage nothing to
-// store without encoding, and hides the element type from durable storage,
-// which records it to refuse a topic reopened as another type. So a
-// Storage is a description, and each kind is one case of openTopic: the
-// JetStream storage of a later issue is a third constructor here and a
-// third case there; package forwarder never names a storage package, it
-// only sees *isb.Topic values.
+// # Why buffers are opened as bytes
+//
+// Go interfaces cannot have generic methods, so OpenBuffer opens a backend
+// of encoded messages and the pipeline encodes each vertex.Message (its
+// envelope encoding, internal/envelope, around the codec [WithCodec]
+// gives). That costs a copy per message between the two layers; the two
+// storages of this package skip it (memory passes values unencoded, mmap
+// encodes straight into its segments), which is why their OpenBuffer is
+// the fallback path a wrapper of them takes, not the path Run takes.
 type Storage interface {
 	// String describes the storage for logs, e.g. "mmap(/var/lib/app)".
 	String() string
 	// Durable reports whether buffers survive the process: a source's
 	// message is acknowledged once it is durable in the first buffer,
-	// instead of once it is in memory.
+	// instead of once it is in memory. Durable storage must keep source
+	// state and reduce logs (SourceState and ReduceLog).
 	Durable() bool
+	// Shared reports whether processes other than this one open the same
+	// buffers, claims and state: only then can a process run a subset of
+	// the pipeline (Only, Replicas) while other processes run the rest.
+	Shared() bool
 
-	// storage seals the interface: only this package's storages exist
-	// (see openTopic).
-	storage()
+	// OpenBuffer opens the storage of one buffer, spec.Vertex's input: a
+	// backend of encoded messages, which the pipeline opens a topic on.
+	OpenBuffer(spec BufferSpec) (isb.Backend[[]byte], error)
+	// SourceState returns where a resumable source vertex keeps its
+	// position: one value replaced atomically. nil for storage that
+	// keeps none (the source starts from its beginning every run).
+	SourceState(pipeline, vertex string) (StateStore, error)
+	// ReduceLog returns the directory of a reduce vertex's write-ahead log
+	// (created by the pipeline if missing): on the local disk of the
+	// process running it. "" for storage that keeps none.
+	ReduceLog(pipeline, vertex string) (string, error)
+	// Watermarks returns the store of the pipeline's watermarks, or nil
+	// for the WatermarkStore option's (by default a new memory store per
+	// run).
+	Watermarks(pipeline string) (watermark.Store, error)
+	// JoinRun returns the identity of the run this process takes part in:
+	// every process running vertices of one pipeline run gets the same
+	// one, so that ends of stream and watermarks of an earlier run are
+	// told apart from this run's. Storage one process owns starts a new
+	// run every time; shared storage keeps the run until EndRun recorded
+	// the end of every sink replica.
+	JoinRun(pipeline string) (string, error)
+	// EndRun records that processor (a sink replica, "vertex/replica")
+	// ended run by its end of stream; all names every sink replica of the
+	// pipeline. Once every one of them ended, the next JoinRun starts a new
+	// run.
+	EndRun(pipeline, run, processor string, all []string) error
+}
+
+// BufferSpec is one buffer to open: the input of vertex Vertex of pipeline
+// Pipeline.
+type BufferSpec struct {
+	Pipeline   string
+	Vertex     string
+	Partitions int
+	// Capacity is the vertex's BufferCapacity, in messages (0: unbounded).
+	// Storage whose backends keep their own limits (isb.Caps.OwnsLimits)
+	// enforces it; for any other the pipeline's topic does.
+	Capacity int64
+	// Codec names the encoding of the messages (the envelope's name and its
+	// value codec's), for storage that records it to refuse a buffer
+	// reopened with another.
+	Codec string
+}
+
+// StateStore is where a storage keeps one source vertex's state: a value
+// replaced atomically (after a crash Load returns the last value saved in
+// full). The pipeline frames what it saves with a checksum and the anchors
+// of the source's output buffers (storage_state.go).
+type StateStore interface {
+	vertex.StateStore
+	// String names the place in errors: a file's path, a bucket and key.
+	String() string
 }
 
 // Memory returns the memory storage, the default: buffers live in the
@@ -58,12 +117,29 @@ type memoryStorage struct{}
 
 func (memoryStorage) String() string { return "memory" }
 func (memoryStorage) Durable() bool  { return false }
-func (memoryStorage) storage()       {}
+func (memoryStorage) Shared() bool   { return false }
+
+// OpenBuffer opens a memory backend of encoded messages: the path of a
+// wrapper of Memory(); Run opens typed memory buffers instead.
+func (memoryStorage) OpenBuffer(BufferSpec) (isb.Backend[[]byte], error) {
+	return memory.New[[]byte]()
+}
+func (memoryStorage) SourceState(string, string) (StateStore, error) { return nil, nil }
+func (memoryStorage) ReduceLog(string, string) (string, error)       { return "", nil }
+func (memoryStorage) Watermarks(string) (watermark.Store, error)     { return nil, nil }
+func (memoryStorage) JoinRun(string) (string, error)                 { return newRunID(), nil }
+func (memoryStorage) EndRun(string, string, string, []string) error  { return nil }
+
+// newRunID is the identity of a run on storage one process owns: every Run
+// is a new run.
+func newRunID() string { return strconv.FormatInt(time.Now().UnixNano(), 36) }
 
 // MMap returns durable storage under dir: the buffers of pipeline p are
 // isb/mmap topics in dir/{p}/{vertex}/, each message stored in the
 // envelope encoding (internal/envelope) with its value encoded by the
-// codec [WithCodec] gives for its type (JSON by default). opts are
+// codec [WithCodec] gives for its type (JSON by default); a resumable
+// source's state is dir/{p}/{vertex}.source and a reduce vertex's WAL
+// dir/{p}.wal/{vertex}/. opts are
 // passed to mmap.New after the pipeline's defaults for buffers
 // (SegmentSize(32 MiB); MaxRetainedConsumedSegments(0): a consumed segment
 // is deleted), so they override them.
@@ -89,7 +165,39 @@ type mmapStorage struct {
 
 func (s *mmapStorage) String() string { return fmt.Sprintf("mmap(%s)", s.dir) }
 func (s *mmapStorage) Durable() bool  { return true }
-func (s *mmapStorage) storage()       {}
+func (s *mmapStorage) Shared() bool   { return false }
+
+// OpenBuffer opens an mmap backend of encoded messages: the path of a
+// wrapper of MMap(dir); Run opens typed mmap buffers instead.
+func (s *mmapStorage) OpenBuffer(spec BufferSpec) (isb.Backend[[]byte], error) {
+	return mmap.New[[]byte](filepath.Join(s.dir, spec.Pipeline), s.bufferOptions(mmap.WithCodec(codec.Bytes()))...)
+}
+
+// bufferOptions are the options of a buffer whose items are encoded by
+// withCodec (an mmap.WithCodec).
+func (s *mmapStorage) bufferOptions(withCodec mmap.Option) []mmap.Option {
+	return append([]mmap.Option{
+		mmap.SegmentSize(mmapBufferSegment),
+		mmap.MaxRetainedConsumedSegments(mmapRetained),
+		withCodec,
+	}, s.opts...)
+}
+
+func (s *mmapStorage) SourceState(pipeline, vertex string) (StateStore, error) {
+	dir := filepath.Join(s.dir, pipeline)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("source state: %w", err)
+	}
+	return fileState(filepath.Join(dir, vertex+stateSuffix)), nil
+}
+
+func (s *mmapStorage) ReduceLog(pipeline, vertex string) (string, error) {
+	return filepath.Join(s.dir, pipeline+".wal", vertex), nil
+}
+
+func (s *mmapStorage) Watermarks(string) (watermark.Store, error)    { return nil, nil }
+func (s *mmapStorage) JoinRun(string) (string, error)                { return newRunID(), nil }
+func (s *mmapStorage) EndRun(string, string, string, []string) error { return nil }
 
 // Defaults of buffers on mmap storage: segments small enough that a
 // consumed one is deleted soon after (a pipeline's buffers are queues, not
@@ -151,25 +259,20 @@ func checkStorage(c *config) error {
 	return nil
 }
 
-// topicSpec is what storage needs to open a vertex's buffer.
-type topicSpec struct {
-	pipeline   string // the pipeline's name
-	vertex     string // the reading vertex: the topic's name
-	partitions int
-	capacity   int64
-}
-
-// openTopic opens the buffer described by spec on storage s: the one
-// place that turns a storage description into a typed topic.
-func openTopic[T any](c *config, spec topicSpec) (*isb.Topic[vertex.Message[T]], error) {
+// openTopic opens the buffer described by spec on the pipeline's storage.
+func openTopic[T any](c *config, spec BufferSpec) (*isb.Topic[vertex.Message[T]], error) {
 	t, _, err := openTopicBackend[T](c, spec)
 	return t, err
 }
 
-// openTopicBackend is openTopic that also returns the topic's backend, whose
-// logs a resumable source's recovery reads (source_resume.go).
-func openTopicBackend[T any](c *config, spec topicSpec) (*isb.Topic[vertex.Message[T]], isb.Backend[vertex.Message[T]], error) {
-	topicOpts := []isb.TopicOption{isb.Partitions(spec.partitions), isb.Capacity(spec.capacity)}
+// openTopicBackend opens the buffer described by spec on the pipeline's
+// storage, and returns the topic's backend too, whose logs a resumable
+// source's recovery reads (source_resume.go): the one place that turns a
+// storage into a typed topic.
+func openTopicBackend[T any](c *config, spec BufferSpec) (*isb.Topic[vertex.Message[T]], isb.Backend[vertex.Message[T]], error) {
+	topicOpts := []isb.TopicOption{isb.Partitions(spec.Partitions), isb.Capacity(spec.Capacity)}
+	name := spec.Vertex
+	var backend isb.Backend[vertex.Message[T]]
 	switch s := c.storage.(type) {
 	case memoryStorage:
 		// A partition keeps enough recycled segments to hold its share of
@@ -177,37 +280,46 @@ func openTopicBackend[T any](c *config, spec topicSpec) (*isb.Topic[vertex.Messa
 		// reuses its segments instead of allocating (and collecting) new
 		// ones.
 		free := memory.DefaultMaxFreeSegments
-		if spec.capacity > 0 {
-			perPart := (spec.capacity + int64(spec.partitions) - 1) / int64(spec.partitions)
+		if spec.Capacity > 0 {
+			perPart := (spec.Capacity + int64(spec.Partitions) - 1) / int64(spec.Partitions)
 			free = max(free, int((perPart+memory.DefaultSegmentSize-1)/memory.DefaultSegmentSize)+1)
 		}
-		backend, err := memory.New[vertex.Message[T]](memory.MaxFreeSegments(free))
+		b, err := memory.New[vertex.Message[T]](memory.MaxFreeSegments(free))
 		if err != nil {
 			return nil, nil, err
 		}
-		t, err := isb.NewTopic(spec.pipeline+"-"+spec.vertex, isb.Backend[vertex.Message[T]](backend), topicOpts...)
-		return t, backend, err
+		backend, name = b, spec.Pipeline+"-"+spec.Vertex
 	case *mmapStorage:
-		opts := append([]mmap.Option{
-			mmap.SegmentSize(mmapBufferSegment),
-			mmap.MaxRetainedConsumedSegments(mmapRetained),
-			mmap.WithCodec(envelope.Codec(valueCodec[T](c))),
-		}, s.opts...)
-		b, err := mmap.New[vertex.Message[T]](filepath.Join(s.dir, spec.pipeline), opts...)
+		b, err := mmap.New[vertex.Message[T]](filepath.Join(s.dir, spec.Pipeline),
+			s.bufferOptions(mmap.WithCodec(envelope.Codec(valueCodec[T](c))))...)
 		if err != nil {
 			return nil, nil, err
 		}
-		var backend isb.Backend[vertex.Message[T]] = b
-		if c.commitEvery > 0 {
-			backend = newGroupCommits(backend, c.commitEvery)
-		}
-		t, err := isb.NewTopic(spec.vertex, backend, topicOpts...)
+		backend = b
+	default:
+		spec.Codec = envelope.Codec(valueCodec[T](c)).Name()
+		b, err := c.storage.OpenBuffer(spec)
 		if err != nil {
-			return nil, nil, errors.Join(err, backend.Close())
+			return nil, nil, err
 		}
-		return t, backend, nil
+		enc := newEncodedBackend(b, envelope.Codec(valueCodec[T](c)))
+		caps, err := enc.Open(name, spec.Partitions) // NewTopic's Open returns the same
+		if err != nil {
+			return nil, nil, errors.Join(err, b.Close())
+		}
+		if caps.OwnsLimits {
+			topicOpts = topicOpts[:1] // the storage enforces BufferSpec.Capacity
+		}
+		backend = enc
 	}
-	return nil, nil, &isb.OptionError{Package: "pipeline", Option: "storage", Value: c.storage, Reason: "unknown storage"}
+	if c.storage.Durable() && c.commitEvery > 0 {
+		backend = newGroupCommits(backend, c.commitEvery)
+	}
+	t, err := isb.NewTopic(name, backend, topicOpts...)
+	if err != nil {
+		return nil, nil, errors.Join(err, backend.Close())
+	}
+	return t, backend, nil
 }
 
 // valueCodec is the codec WithCodec set for T, or JSON.

@@ -203,26 +203,27 @@ func (r *stateReader) edge() (name []byte, anchors []int64, ok bool) {
 	return name, anchors, true
 }
 
-// stateFile is the vertex.StateStore of one source vertex. With anchors
-// set, each Save also records the anchors of the source's output buffers
-// and, once the file is durable, holds them there (see source_resume.go).
-type stateFile struct {
-	path    string
+// sourceState is the vertex.StateStore of one source vertex: the framed
+// state (drawn above) in the storage's StateStore. With anchors set, each
+// Save also records the anchors of the source's output buffers and, once
+// the state is durable, holds them there (see source_resume.go).
+type sourceState struct {
+	store   StateStore
 	anchors *sourceAnchors // nil: the state alone
 }
 
-var _ vertex.StateStore = stateFile{}
+var _ vertex.StateStore = sourceState{}
 
-// readStateFile reads the file at path; ok is false when there is none.
-func readStateFile(path string) (s savedState, ok bool, err error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
+// readState reads what store holds; ok is false when it holds nothing.
+func readState(store StateStore) (s savedState, ok bool, err error) {
+	b, ok, err := store.Load()
+	if err != nil {
+		return savedState{}, false, fmt.Errorf("pipeline: source state %s: %w", store, err)
+	}
+	if !ok {
 		return savedState{}, false, nil
 	}
-	if err != nil {
-		return savedState{}, false, fmt.Errorf("pipeline: source state: %w", err)
-	}
-	s, err = decodeState(path, b)
+	s, err = decodeState(store.String(), b)
 	if err != nil {
 		return savedState{}, false, err
 	}
@@ -230,14 +231,14 @@ func readStateFile(path string) (s savedState, ok bool, err error) {
 }
 
 // Load reads the state, or reports that none was saved.
-func (f stateFile) Load() ([]byte, bool, error) {
-	s, ok, err := readStateFile(f.path)
+func (f sourceState) Load() ([]byte, bool, error) {
+	s, ok, err := readState(f.store)
 	return s.state, ok, err
 }
 
 // Save replaces the state durably: after a crash at any point, Load
 // returns either this state or the previous one.
-func (f stateFile) Save(state []byte) error {
+func (f sourceState) Save(state []byte) error {
 	if len(state) > stateMaxSize {
 		return &isb.OptionError{Package: "pipeline", Option: "source state", Value: len(state), Reason: fmt.Sprintf("must be at most %d bytes", stateMaxSize)}
 	}
@@ -245,11 +246,27 @@ func (f stateFile) Save(state []byte) error {
 	if f.anchors != nil {
 		s.anchors = f.anchors.now()
 	}
-	if err := fsutil.WriteFileAtomic(f.path, encodeState(s)); err != nil {
-		return fmt.Errorf("pipeline: source state: %w", err)
+	if err := f.store.Save(encodeState(s)); err != nil {
+		return fmt.Errorf("pipeline: source state %s: %w", f.store, err)
 	}
 	if f.anchors != nil {
 		return f.anchors.hold(s.anchors)
 	}
 	return nil
 }
+
+// fileState is mmap storage's StateStore: a file replaced atomically
+// (fsutil.WriteFileAtomic).
+type fileState string
+
+func (f fileState) String() string { return string(f) }
+
+func (f fileState) Load() ([]byte, bool, error) {
+	b, err := os.ReadFile(string(f))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	return b, err == nil, err
+}
+
+func (f fileState) Save(b []byte) error { return fsutil.WriteFileAtomic(string(f), b) }

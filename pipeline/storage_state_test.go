@@ -19,7 +19,7 @@ import (
 )
 
 func TestStateFileRoundTrip(t *testing.T) {
-	f := stateFile{path: filepath.Join(t.TempDir(), "v.source")}
+	f := sourceState{store: fileState(filepath.Join(t.TempDir(), "v.source"))}
 	if _, ok, err := f.Load(); ok || err != nil {
 		t.Fatalf("Load of a missing file = ok %v, err %v; want nothing saved", ok, err)
 	}
@@ -34,7 +34,7 @@ func TestStateFileRoundTrip(t *testing.T) {
 	}
 	// A save interrupted before its rename leaves a .tmp file: the state
 	// is the previous one.
-	if err := os.WriteFile(f.path+".tmp", []byte("half"), 0o644); err != nil {
+	if err := os.WriteFile(f.store.String()+".tmp", []byte("half"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if got, _, err := f.Load(); err != nil || len(got) != 5000 {

@@ -132,7 +132,7 @@ func TestMMapBufferKeepsTheEnvelope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := topicSpec{pipeline: "p", vertex: "v", partitions: 1, capacity: 100}
+	spec := BufferSpec{Pipeline: "p", Vertex: "v", Partitions: 1, Capacity: 100}
 	et := time.Date(2026, 11, 30, 12, 0, 0, 7, time.UTC)
 	msgs := []vertex.Message[string]{
 		{ID: "consumed", Value: "x"},

@@ -281,3 +281,22 @@ func TestRawRejectsInvalidBool(t *testing.T) {
 		t.Fatalf("got %+v, %v; want the non-bool bytes accepted", out, err)
 	}
 }
+
+// Bytes is the identity, and a decoded value does not share the source's
+// array (a reader's buffer is reused).
+func TestBytesCodec(t *testing.T) {
+	c := codec.Bytes()
+	enc, err := c.Append([]byte("x"), []byte("abc"))
+	if err != nil || string(enc) != "xabc" {
+		t.Fatalf("Append = %q, %v; want \"xabc\"", enc, err)
+	}
+	src := []byte("hello")
+	var v []byte
+	if err := c.Decode(src, &v); err != nil || string(v) != "hello" {
+		t.Fatalf("Decode = %q, %v", v, err)
+	}
+	src[0] = 'J'
+	if string(v) != "hello" {
+		t.Fatalf("decoded value shares the source: %q", v)
+	}
+}
