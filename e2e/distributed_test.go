@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
 
 	"github.com/runnel-dev/runnel/internal/crashtest"
 	"github.com/runnel-dev/runnel/internal/natstest"
@@ -63,8 +64,8 @@ const (
 func init() { children["dist"] = func() { os.Exit(distChild()) } }
 
 // distPipeline is the graph every process builds.
-func distPipeline(st pipeline.Storage, n int64, rate float64, out vertex.Sink[vertex.Windowed[int64]], late vertex.Sink[int64]) *pipeline.Pipeline {
-	p := pipeline.New("dist", pipeline.WithStorage(st), pipeline.DrainTimeout(time.Minute))
+func distPipeline(st pipeline.Storage, n int64, rate float64, out vertex.Sink[vertex.Windowed[int64]], late vertex.Sink[int64], opts ...pipeline.Option) *pipeline.Pipeline {
+	p := pipeline.New("dist", append([]pipeline.Option{pipeline.WithStorage(st), pipeline.DrainTimeout(time.Minute)}, opts...)...)
 	gen := vertex.Generator(func(i int64) int64 { return i }).WithCount(n).
 		WithEventTime(func(i int64) time.Time { return distBase.Add(time.Duration(i) * time.Millisecond) })
 	if rate > 0 {
@@ -121,6 +122,10 @@ func distChild() int {
 	}
 	defer late.f.Close()
 	p := distPipeline(st, n, rate, out, late)
+	if os.Getenv("RUNNEL_E2E_LOG") != "" { // for debugging: the pipeline's log on stderr
+		l, _ := zap.NewDevelopment()
+		p = distPipeline(st, n, rate, out, late, pipeline.WithLogger(l))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	crashtest.Printf("S %d", os.Getpid())
@@ -191,11 +196,14 @@ func (d *distRun) start(role string) {
 			distEnvN+"="+strconv.FormatInt(d.n, 10), distEnvRate+"="+strconv.FormatFloat(d.rate, 'f', -1, 64))
 		select {
 		case <-c.Done():
-			if c.State().ExitCode() == distTaken && time.Now().Before(deadline) {
+			code := c.State().ExitCode()
+			if code == distTaken && time.Now().Before(deadline) {
 				time.Sleep(distClaimTTL / 8)
 				continue
 			}
-			d.t.Fatalf("role %s exited at start with %v: %v", role, c.State(), c.Lines())
+			if code != 0 {
+				d.t.Fatalf("role %s exited at start with %v: %v", role, c.State(), c.Lines())
+			}
 		case <-time.After(time.Second):
 		}
 		d.mu.Lock()
