@@ -52,11 +52,11 @@
 // # Wiring into a forwarder
 //
 // Reader (one Fetcher per replica, Partitions = the consumer's assigned
-// partitions, Edges = EdgeBucket(upstream, this vertex) for each input):
+// partitions, Edges = EdgeBucket(pipeline, upstream, this vertex) for each input):
 // Start, then WaitForProcessors(ctx, upstream replicas) (not needed in
 // strict mode, where the watermark holds until every upstream replica
-// published); Fetch(partition,
-// offset) for every data message read (control messages need none);
+// published); Fetch(partition, offset) for every data message read
+// (control messages need none);
 // FetchIdle(partition, next offset to read) after a read that returned
 // nothing, so quiet partitions advance; Stop on shutdown.
 //
