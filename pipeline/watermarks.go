@@ -178,12 +178,30 @@ func newVertexWatermarks(rt *runtime, store watermark.Store, pipeline string, n 
 	}
 	var edges []string
 	vw.upstream = -1
+	// On shared storage each edge's watermark waits for every upstream
+	// replica of this run by name, and a dead one holds it: they run in
+	// other processes, start in any order and are restarted in place, and
+	// a replica killed and restarted writes again what it had not
+	// committed, with its old event times (see watermark.FetcherConfig).
+	var procs map[string][]string
+	if rt.cfg.storage.Shared() {
+		procs = map[string][]string{}
+	}
 	for _, part := range n.ins {
 		b, err := watermark.EdgeBucket(pipeline, part.from.name, n.name)
 		if err != nil {
 			return nil, err
 		}
 		edges = append(edges, b)
+		if procs != nil {
+			for i := range part.from.cfg.Replicas {
+				name, err := rt.processor(part.from.name, i)
+				if err != nil {
+					return nil, err
+				}
+				procs[b] = append(procs[b], name)
+			}
+		}
 		if vw.upstream < 0 || part.from.cfg.Replicas < vw.upstream {
 			vw.upstream = part.from.cfg.Replicas
 		}
@@ -194,7 +212,7 @@ func newVertexWatermarks(rt *runtime, store watermark.Store, pipeline string, n 
 			continue
 		}
 		f, err := watermark.NewFetcher(store, watermark.FetcherConfig{
-			Edges: edges, Partitions: n.in.assigned(r), HeartbeatTimeout: c.HeartbeatTimeout,
+			Edges: edges, Processors: procs, Partitions: n.in.assigned(r), HeartbeatTimeout: c.HeartbeatTimeout,
 			Clock: c.Clock, Logger: rt.log.With(zap.String("vertex", n.name), zap.Int("replica", r)),
 			// A watch the store could not keep up (a deleted bucket, a
 			// closed connection, a permission) leaves the vertex's
