@@ -44,6 +44,7 @@ func (s *finalStore) Put(ctx context.Context, bucket, key string, v []byte) erro
 	if strings.HasPrefix(key, "wmb.") && w.UnmarshalBinary(v) == nil && w.Watermark.Equal(watermark.Max) {
 		proc := strings.TrimPrefix(key, "wmb.")
 		proc = proc[:strings.LastIndexByte(proc, '.')]
+		proc, _, _ = strings.Cut(proc, "/") // the run the pipeline names its processors with
 		s.mu.Lock()
 		s.final[bucket] = append(s.final[bucket], fmt.Sprintf("%s/%d", proc, w.Partition))
 		s.mu.Unlock()
@@ -51,10 +52,11 @@ func (s *finalStore) Put(ctx context.Context, bucket, key string, v []byte) erro
 	return s.Store.Put(ctx, bucket, key, v)
 }
 
-// finals returns the sorted final WMB keys of the edge from -> to.
-func (s *finalStore) finals(t *testing.T, from, to string) []string {
+// finals returns the sorted final WMB keys of the edge from -> to of
+// pipeline pl.
+func (s *finalStore) finals(t *testing.T, pl, from, to string) []string {
 	t.Helper()
-	b, err := watermark.EdgeBucket(from, to)
+	b, err := watermark.EdgeBucket(pl, from, to)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,10 +124,10 @@ func TestBoundedPipelineEndsThroughEndOfStream(t *testing.T) {
 					t.Errorf("vertex %s: final watermark %v, want watermark.Max", s.Name, s.Watermark)
 				}
 			}
-			if got, want := store.finals(t, "gen", "double"), everyPartition("gen", 2, 3); !slices.Equal(got, want) {
+			if got, want := store.finals(t, p.Name(), "gen", "double"), everyPartition("gen", 2, 3); !slices.Equal(got, want) {
 				t.Errorf("final WMBs on gen -> double: %v, want %v", got, want)
 			}
-			if got, want := store.finals(t, "double", "sink"), everyPartition("double", 2, 2); !slices.Equal(got, want) {
+			if got, want := store.finals(t, p.Name(), "double", "sink"), everyPartition("double", 2, 2); !slices.Equal(got, want) {
 				t.Errorf("final WMBs on double -> sink: %v, want %v", got, want)
 			}
 		})
@@ -183,7 +185,7 @@ func TestCancelledPipelineDrainsWithoutFinalWatermark(t *testing.T) {
 				}
 			}
 			for _, edge := range [][2]string{{"gen", "double"}, {"double", "sink"}} {
-				if got := store.finals(t, edge[0], edge[1]); len(got) != 0 {
+				if got := store.finals(t, p.Name(), edge[0], edge[1]); len(got) != 0 {
 					t.Errorf("final WMBs on %s -> %s after a cancel: %v", edge[0], edge[1], got)
 				}
 			}

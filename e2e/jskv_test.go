@@ -193,7 +193,7 @@ func TestBucketDeletedFailsRun(t *testing.T) {
 	srv := natstest.Start(t)
 	store, js := jskvStore(t, srv)
 	p, _, results, _ := windowsPipeline("jskv-deleted", store)
-	bucket, err := watermark.EdgeBucket("src", "reduce")
+	bucket, err := watermark.EdgeBucket("jskv-deleted", "src", "reduce")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -453,7 +454,8 @@ type pausableStore struct {
 }
 
 func (s *pausableStore) Put(ctx context.Context, bucket, key string, v []byte) error {
-	if s.paused.Load() && key == s.key {
+	// The pipeline names a processor's keys with its run after a '/'.
+	if s.paused.Load() && (key == s.key || strings.HasPrefix(key, s.key+"/")) {
 		return nil
 	}
 	return s.Store.Put(ctx, bucket, key, v)

@@ -24,6 +24,12 @@ type Config struct {
 	// messages carry it, and a reader ignores the ends of another run
 	// (stale ones a killed run left in a durable buffer, see eos.go).
 	Run string
+	// KeepOpenOnStop makes a source replica that stop ended write no end
+	// of stream: its readers, possibly in other processes, wait for it to
+	// be started again instead of draining and ending (a pipeline over
+	// several processes, where stopping one process must not end the
+	// others). An exhausted source still ends its output Final.
+	KeepOpenOnStop bool
 }
 
 // Input is a replica's input buffer: its consumer, the buffer's partition
@@ -41,6 +47,16 @@ type Input[T any] struct {
 	// it has read all of them on every partition it reads (see eos.go).
 	// Zero: the input never ends by itself; the replica runs until stop.
 	Writers int
+	// Ended, when not nil, returns the processors (as Config.Processor
+	// names them) whose stream on partition is over for good, as known
+	// outside the buffer, with the offset of each one's end of stream there: a reader restarted after it committed past their
+	// ends does not read them again, and on storage shared by processes
+	// the processor that wrote them may never run again (an exhausted
+	// source). The pipeline answers from the final WMBs in the watermark
+	// store. It is called once, before the first read.
+	// A reader counts an end it will not read again: one below where its
+	// consumer starts.
+	Ended func(partition int) map[string]int64
 }
 
 // output is a Writer of any element type, as a replica runs its idle loop

@@ -103,6 +103,9 @@ func (r *reader[T]) loop(stop context.Context, dispatch func([]inflight[T]) bool
 	r.mu.Unlock()
 	held := 0
 	defer func() { r.release(held) }()
+	if r.ended() {
+		return nil // every input ended before this reader started (seedEnds)
+	}
 	for {
 		if err := r.commitDirty(); err != nil {
 			return err
@@ -207,11 +210,39 @@ func (r *reader[T]) take(b isb.Batch[vertex.Message[T]]) []inflight[T] {
 // partition Final, the partition's watermark is watermark.Max from now on.
 func (r *reader[T]) noteEnd(partition int, m *vertex.Message[T]) {
 	proc, kind, ok := EndOf(m)
-	if !ok || !ofRun(proc, r.run) {
-		return // not an end, or a stale one of another run
+	if ok {
+		r.observeEnd(partition, proc, kind)
+	}
+}
+
+// observeEnd records the end of processor's stream on partition, unless it
+// is a stale one of another run.
+func (r *reader[T]) observeEnd(partition int, proc string, kind EndKind) {
+	if !ofRun(proc, r.run) {
+		return
 	}
 	if ended, k := r.ends.Observe(partition, proc, kind); ended && k == Final && r.endFetch != nil {
 		r.raiseHead(r.endFetch.EndPartition(partition))
+	}
+}
+
+// seedEnds records, before the first read, the ends Input.Ended knows of
+// that lie below where the consumer starts: the reader read and committed
+// them before it was restarted. Ends at or above it it reads again.
+func (r *reader[T]) seedEnds(ended func(partition int) map[string]int64) {
+	if r.ends == nil || ended == nil {
+		return
+	}
+	for _, p := range r.c.Assigned() {
+		start, err := r.c.Committed(p)
+		if err != nil {
+			continue // it reads what it finds
+		}
+		for proc, off := range ended(p) {
+			if off < start {
+				r.observeEnd(p, proc, Final)
+			}
+		}
 	}
 }
 

@@ -117,6 +117,7 @@ func newReplica[T any](hard, stop context.Context, cfg Config, in Input[T]) *rep
 	hard = replicactx.With(hard, vertex.Replica{Vertex: cfg.Vertex, Index: cfg.Replica})
 	r := newReader(in.Consumer, in.Partitions, in.Writers, o.BatchSize, o.MaxInFlight, cfg.Counters, cfg.Hooks.Fetcher)
 	r.run = cfg.Run
+	r.seedEnds(in.Ended)
 	return &replica[T]{cfg: cfg, in: in, r: r, hard: hard, stop: stop, settled: make(chan struct{})}
 }
 

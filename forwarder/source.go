@@ -158,6 +158,9 @@ func (sr *sourceReplica[T]) run() (EndKind, error) {
 // maximum first (EndSource).
 func (sr *sourceReplica[T]) end(kind EndKind) error {
 	cfg := sr.cfg
+	if kind == Stopped && cfg.KeepOpenOnStop {
+		return nil // the stream goes on when the replica is started again
+	}
 	if kind == Final {
 		if es, ok := cfg.Hooks.Source.(EndSource); ok {
 			raise(&sr.marks.wm, es.End(cfg.Replica))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // group is a consumer group's progress within a topic. It outlives its
@@ -31,6 +32,9 @@ func (t *Topic[T]) recoverGroups() (used int64, err error) {
 		return 0, err
 	}
 	for _, name := range names {
+		if strings.HasPrefix(name, HoldPrefix) {
+			continue // holds of writers, not a group that reads (see Retain)
+		}
 		g := &group{name: name, commits: make([]int64, len(t.parts)), claimed: make([]bool, len(t.parts))}
 		for p, pt := range t.parts {
 			off, ok, err := pt.log.Committed(name)
@@ -277,6 +281,16 @@ func (t *Topic[T]) releaseStorage(p int) error {
 // saved its position, a map what it wrote for inputs not yet committed, to
 // find it again, see package pipeline). The holds live in the topic, not
 // in storage: set them again after a reopen, before any group commits.
+//
+// On storage shared by processes (Caps.Shared) a hold is also stored, as
+// the commit of the group HoldPrefix+holder, so that storage releasing on
+// behalf of another process's topic (which never saw the hold) keeps what
+// it holds too: storage releases nothing below any stored commit. Such a
+// commit never moves back (a hold set lower leaves the stored one: a
+// writer moves its holds up as it goes, and a restarted one needs nothing
+// below where its earlier run held), it is deleted when the holder's last hold is removed, and it
+// counts for neither capacity nor the groups a topic recovers. A holder
+// that dies keeps its holds stored until it sets them again.
 func (t *Topic[T]) Retain(holder string, p int, offset int64) error {
 	if p < 0 || p >= len(t.parts) {
 		return fmt.Errorf("%w: partition %d of topic %q, want 0 <= p < %d", ErrInvalidKey, p, t.name, len(t.parts))
@@ -287,8 +301,56 @@ func (t *Topic[T]) Retain(holder string, p int, offset int64) error {
 		return ErrClosed
 	}
 	pt := t.parts[p]
+	held, err := t.retainLocal(pt, p, holder, offset)
+	if err != nil || !t.caps.Shared {
+		return err
+	}
+	switch {
+	case offset != math.MaxInt64:
+		if !pt.storeHold(holder, offset) {
+			return nil // stored already: a stored hold never moves back
+		}
+		if err := pt.log.Commit(t.ctx, HoldPrefix+holder, offset); err != nil {
+			return fmt.Errorf("isb: topic %q partition %d: store the hold of %q at offset %d: %w", t.name, p, holder, offset, err)
+		}
+	case !held:
+		for _, q := range t.parts {
+			q.cmu.Lock()
+			delete(q.storedHolds, holder)
+			q.cmu.Unlock()
+		}
+		if err := t.backend.DeleteGroup(HoldPrefix + holder); err != nil {
+			return fmt.Errorf("isb: topic %q: delete the stored holds of %q: %w", t.name, holder, err)
+		}
+	}
+	return nil
+}
+
+// storeHold reports whether holder's hold at offset is above what the
+// topic stored of it, and records it as stored.
+func (pt *partition[T]) storeHold(holder string, offset int64) bool {
 	pt.cmu.Lock()
 	defer pt.cmu.Unlock()
+	if prev, ok := pt.storedHolds[holder]; ok && offset <= prev {
+		return false
+	}
+	if pt.storedHolds == nil {
+		pt.storedHolds = map[string]int64{}
+	}
+	pt.storedHolds[holder] = offset
+	return true
+}
+
+// HoldPrefix starts the group names under which a topic on shared storage
+// stores its holds (see Retain): group names starting with it are
+// reserved.
+const HoldPrefix = "isb.hold/"
+
+// retainLocal sets holder's hold of partition pt in the topic and lets
+// storage release below the holds; held reports whether holder still
+// holds any partition.
+func (t *Topic[T]) retainLocal(pt *partition[T], p int, holder string, offset int64) (held bool, err error) {
+	pt.cmu.Lock()
 	if offset == math.MaxInt64 {
 		delete(pt.holds, holder)
 	} else {
@@ -301,7 +363,15 @@ func (t *Topic[T]) Retain(holder string, p int, offset int64) error {
 	for _, off := range pt.holds {
 		pt.retain = min(pt.retain, off)
 	}
-	return t.releaseStorage(p)
+	err = t.releaseStorage(p)
+	pt.cmu.Unlock()
+	for _, q := range t.parts {
+		q.cmu.Lock()
+		_, h := q.holds[holder]
+		q.cmu.Unlock()
+		held = held || h
+	}
+	return held, err
 }
 
 // leave records that consumer c of g closed: its partitions may be read

@@ -71,6 +71,9 @@ type partition[T any] struct {
 	waiters waiters
 	_       [64]byte // keep the appenders' lock off the committers' line
 
+	// storedHolds are the holds Retain stored in shared storage, by holder
+	// (guarded by cmu).
+	storedHolds map[string]int64
 	// cmu guards min and every group's commit of this partition, so the
 	// consumers of different partitions commit without sharing a lock.
 	cmu sync.Mutex

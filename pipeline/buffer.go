@@ -13,6 +13,9 @@ import (
 type buffer interface {
 	pending() int64             // messages not yet committed by the vertex
 	assigned(replica int) []int // the partitions replica reads
+	// claimOf claims partitions for group in the buffer's storage (a
+	// source replica's claim on shared storage).
+	claimOf(group string, partitions []int) (isb.Lease, error)
 	// committed is the vertex group's commit of partition p, as the
 	// consumer reading it found or made it.
 	committed(p int) (int64, error)
@@ -31,6 +34,9 @@ type inputBuffer[T any] struct {
 	// logs are the topic's partitions in its storage, which a resumable
 	// source feeding the buffer reads back (source_resume.go).
 	logs []isb.Log[vertex.Message[T]]
+	// claim is the storage's Claim: a source replica on shared storage
+	// claims itself in its first output buffer (claimSource).
+	claim func(group string, partitions []int) (isb.Lease, error)
 }
 
 // openBuffer creates n's input buffer on the pipeline's storage.
@@ -42,7 +48,7 @@ func openBuffer[T any](c *config, p *Pipeline, n *node) (buffer, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs, err := topic.PullConsumers(n.name, n.cfg.Replicas, isb.BatchSize(n.cfg.BatchSize), isb.ManualCommit())
+	cs, err := openConsumers(c, n, topic)
 	if err != nil {
 		return nil, errors.Join(err, topic.Close())
 	}
@@ -50,15 +56,56 @@ func openBuffer[T any](c *config, p *Pipeline, n *node) (buffer, error) {
 	for p := range logs {
 		logs[p] = backend.Partition(p)
 	}
-	return &inputBuffer[T]{topic: topic, group: n.name, consumers: cs, logs: logs}, nil
+	return &inputBuffer[T]{topic: topic, group: n.name, consumers: cs, logs: logs, claim: backend.Claim}, nil
+}
+
+// openConsumers opens the consumer of every replica of n this process
+// runs (nil for the others) in the group named after n. On shared storage
+// each replica joins the group by itself, claiming its partitions there: a
+// replica another process runs is a *ReplicaError.
+func openConsumers[T any](c *config, n *node, topic *isb.Topic[vertex.Message[T]]) ([]*isb.PullConsumer[vertex.Message[T]], error) {
+	opts := []isb.ConsumerOption{isb.BatchSize(n.cfg.BatchSize), isb.ManualCommit()}
+	if !c.storage.Shared() {
+		return topic.PullConsumers(n.name, n.cfg.Replicas, opts...)
+	}
+	cs := make([]*isb.PullConsumer[vertex.Message[T]], n.cfg.Replicas)
+	var errs []error
+	for r := range cs {
+		if !c.sub.runs(n, r) {
+			continue
+		}
+		var err error
+		if cs[r], err = topic.JoinGroup(n.name, r, n.cfg.Replicas, opts...); err != nil {
+			if errors.Is(err, isb.ErrGroupInUse) {
+				err = &ReplicaError{Vertex: n.name, Replica: r, Err: err}
+			}
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		for _, cons := range cs {
+			if cons != nil {
+				cons.Close()
+			}
+		}
+		return nil, errors.Join(errs...)
+	}
+	return cs, nil
 }
 
 func (b *inputBuffer[T]) pending() int64 { return b.topic.Pending(b.group) }
 
 func (b *inputBuffer[T]) assigned(r int) []int { return b.consumers[r].Assigned() }
 
+func (b *inputBuffer[T]) claimOf(group string, partitions []int) (isb.Lease, error) {
+	return b.claim(group, partitions)
+}
+
 func (b *inputBuffer[T]) committed(p int) (int64, error) {
 	for _, c := range b.consumers {
+		if c == nil {
+			continue
+		}
 		if off, err := c.Committed(p); err == nil {
 			return off, nil
 		}
@@ -69,7 +116,9 @@ func (b *inputBuffer[T]) committed(p int) (int64, error) {
 func (b *inputBuffer[T]) close() error {
 	var errs []error
 	for _, c := range b.consumers {
-		errs = append(errs, c.Close())
+		if c != nil {
+			errs = append(errs, c.Close())
+		}
 	}
 	return errors.Join(append(errs, b.topic.Close())...)
 }

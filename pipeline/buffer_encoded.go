@@ -114,16 +114,17 @@ func (l *encodedLog[T]) Read(ctx context.Context, offset int64, max int, buf []v
 		l.rbuf = make([][]byte, max)
 	}
 	raw, err := l.raw.Read(ctx, offset, max, l.rbuf[:max])
-	out := buf[:0]
+	// Decoded in place: a caller may have set up buf's elements for the
+	// decode (the map's read-back gives each one a slot for its origin,
+	// see map_resume.go).
+	out := buf[:len(raw)]
 	for i, r := range raw {
-		var m vertex.Message[T]
-		if derr := l.codec.Decode(r, &m); derr != nil {
+		if derr := l.codec.Decode(r, &out[i]); derr != nil {
 			// What decoded before it is delivered; the next read starts at
 			// the damaged record, which the consumer then steps over.
 			clear(raw)
-			return out, &decodeError{partition: l.partition, offset: offset + int64(i), codec: l.codec.Name(), err: derr}
+			return out[:i], &decodeError{partition: l.partition, offset: offset + int64(i), codec: l.codec.Name(), err: derr}
 		}
-		out = append(out, m)
 	}
 	clear(raw)
 	return out, err

@@ -35,6 +35,9 @@ var (
 	// ErrDrainTimeout: after ctx was cancelled, draining took longer than
 	// the DrainTimeout; what was still in flight was abandoned.
 	ErrDrainTimeout = errors.New("pipeline: drain timeout")
+	// ErrUnknownVertex: Only or Replicas names a vertex the pipeline does
+	// not have.
+	ErrUnknownVertex = errors.New("pipeline: unknown vertex")
 	// ErrStorage: the storage cannot run the pipeline as asked: a durable
 	// storage that keeps no reduce log or no source state, or storage one
 	// process owns asked to run a subset of the vertices (Only, Replicas).

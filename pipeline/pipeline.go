@@ -40,6 +40,7 @@ type config struct {
 	codecs       map[reflect.Type]any // WithCodec: value codecs by type
 	commitEvery  time.Duration        // CommitInterval
 	emitOnStop   bool                 // EmitOpenWindowsOnStop
+	sub          *subset              // set by Run: what this process runs (nil: everything)
 }
 
 // WithLogger logs the pipeline's life and problems on l (nil, the
@@ -165,6 +166,7 @@ type node struct {
 	in       buffer
 	counters []*forwarder.Counters
 	final    int64             // pending of the closed buffer
+	leases   []isb.Lease       // a source's claims of its replicas on shared storage
 	wm       *vertexWatermarks // nil: watermarks off
 }
 

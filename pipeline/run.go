@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/runnel-dev/runnel/forwarder"
+	"github.com/runnel-dev/runnel/isb"
+	"github.com/runnel-dev/runnel/watermark"
 )
 
 // runtime is the state of one Run.
@@ -50,6 +53,8 @@ func (rt *runtime) replicaConfig(n *node, r int) forwarder.Config {
 		Vertex: n.name, Replica: r, Options: n.cfg, Counters: n.counters[r],
 		Logger: rt.log.With(zap.String("vertex", n.name), zap.Int("replica", r)),
 		Run:    rt.run,
+		// On shared storage a stop ends no stream (subset.go).
+		KeepOpenOnStop: rt.cfg.storage.Shared(),
 	}
 	switch {
 	case rt.cfg.hooks != nil:
@@ -60,8 +65,20 @@ func (rt *runtime) replicaConfig(n *node, r int) forwarder.Config {
 	return c
 }
 
+// readStop is the context whose end stops the readers (map, reduce and sink
+// replicas) without ending their output. On storage one process owns they
+// stop only when the pipeline fails (rt.hard): a cancelled run drains by
+// the sources' ends of stream. On shared storage they stop when ctx ends
+// (rt.soft), as the sources then end nothing (subset.go).
+func (rt *runtime) readStop() context.Context {
+	if rt.cfg.storage.Shared() {
+		return rt.soft
+	}
+	return rt.hard
+}
+
 // Run validates the pipeline, opens its buffers and runs every replica of
-// every vertex until the sources are exhausted or ctx is cancelled, and the
+// every vertex (or the part opts choose, see Only) until the sources are exhausted or ctx is cancelled, and the
 // pipeline is drained. A source replica that is exhausted, or stopped by
 // ctx, ends its output with an end-of-stream message on every partition of
 // every edge; a vertex replica ends once it has read the end of every
@@ -79,7 +96,11 @@ func (rt *runtime) replicaConfig(n *node, r int) forwarder.Config {
 // User functions, sources and sinks receive a context that ends when the
 // pipeline stops at once (an error, or the DrainTimeout); they must return
 // then, or Run waits for them.
-func (p *Pipeline) Run(ctx context.Context) error {
+//
+// On shared storage (Storage.Shared) a cancelled ctx stops instead of
+// draining to the end: every vertex finishes and acknowledges what it read
+// and ends nothing, and the next Run resumes (see Only).
+func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) error {
 	p.mu.Lock()
 	if p.ran {
 		p.mu.Unlock()
@@ -91,19 +112,32 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var sub subset
+	for _, o := range opts {
+		if o != nil {
+			o(&sub)
+		}
+	}
+	if cfg.sub, err = sub.resolve(p, &cfg); err != nil {
+		return err
+	}
+	// End-of-stream messages carry the run, so that ends a killed run left
+	// in durable buffers do not end this run's readers (forwarder.Config.Run);
+	// every process of a run on shared storage gets the same one.
+	run, err := cfg.storage.JoinRun(p.name)
+	if err != nil {
+		return fmt.Errorf("pipeline %q: join the run on %s: %w", p.name, cfg.storage, err)
+	}
 	if err := p.open(&cfg); err != nil {
 		return err
 	}
-	rt := &runtime{cfg: cfg, log: cfg.logger.With(zap.String("pipeline", p.name))}
-	// End-of-stream messages carry the run, so that ends a killed run left
-	// in durable buffers do not end this run's readers (forwarder.Config.Run).
-	rt.run = strconv.FormatInt(time.Now().UnixNano(), 36)
+	rt := &runtime{cfg: cfg, log: cfg.logger.With(zap.String("pipeline", p.name)), run: run}
 	rt.soft, rt.softCancel = context.WithCancel(ctx)
 	// Writes and acks outlive ctx: a cancelled pipeline still drains.
 	rt.hard, rt.hardCancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer rt.softCancel()
 	defer rt.hardCancel()
-	rt.log.Info("pipeline starting", zap.Int("vertices", len(p.nodes)))
+	rt.log.Info("pipeline starting", zap.Int("vertices", len(p.nodes)), zap.String("run", run), zap.Stringer("storage", cfg.storage))
 	if err := p.prepare(rt); err != nil {
 		return errors.Join(err, p.close())
 	}
@@ -129,7 +163,7 @@ func (p *Pipeline) open(c *config) error {
 		for r := range n.counters {
 			n.counters[r] = new(forwarder.Counters)
 		}
-		if n.kind == kindSource {
+		if n.kind == kindSource || !c.sub.runsAny(n) && !c.sub.writesTo(n) {
 			continue
 		}
 		b, err := n.open(c, p, n)
@@ -138,8 +172,11 @@ func (p *Pipeline) open(c *config) error {
 		}
 		n.in = b
 	}
+	if err := p.claimSources(c); err != nil {
+		return errors.Join(err, p.closeBuffers())
+	}
 	for _, n := range p.nodes {
-		if n.resume == nil {
+		if n.resume == nil || !c.sub.runsAny(n) {
 			continue
 		}
 		if err := n.resume(c, p, n); err != nil {
@@ -155,7 +192,7 @@ func (p *Pipeline) open(c *config) error {
 func (p *Pipeline) prepare(rt *runtime) error {
 	var errs []error
 	for _, n := range p.nodes {
-		if n.prepare != nil {
+		if n.prepare != nil && rt.cfg.sub.runsAny(n) {
 			if err := n.prepare(rt, n); err != nil {
 				errs = append(errs, &VertexError{Vertex: n.name, Err: err})
 			}
@@ -176,9 +213,67 @@ func (p *Pipeline) release() {
 	}
 }
 
-// closeBuffers closes the buffers open so far, after a failed open.
+// claimSources claims, on shared storage, every source replica this
+// process runs, in the storage of the source's first output buffer (group
+// "{vertex}/source-{replica}", partition 0): readers claim their partitions
+// as they join their group, and a source has no input to claim, so two
+// processes would otherwise both run it.
+func (p *Pipeline) claimSources(c *config) error {
+	if !c.storage.Shared() {
+		return nil
+	}
+	var errs []error
+	for _, n := range p.nodes {
+		if n.kind != kindSource || len(n.outs) == 0 {
+			continue
+		}
+		for r := range n.cfg.Replicas {
+			if !c.sub.runs(n, r) {
+				continue
+			}
+			lease, err := n.outs[0].to.in.claimOf(fmt.Sprintf("%s/source-%d", n.name, r), []int{0})
+			if err != nil {
+				if errors.Is(err, isb.ErrGroupInUse) {
+					err = &ReplicaError{Vertex: n.name, Replica: r, Err: err}
+				}
+				errs = append(errs, err)
+				continue
+			}
+			n.leases = append(n.leases, lease)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// watchLeases fails the run when a claim this process holds is lost (it
+// expired while the storage was unreachable, and another process may run
+// the replica now), until finished is closed.
+func (p *Pipeline) watchLeases(rt *runtime, finished <-chan struct{}) {
+	var wg sync.WaitGroup
+	for _, n := range p.nodes {
+		for _, l := range n.leases {
+			wg.Go(func() {
+				select {
+				case <-l.Lost():
+					rt.fail(&VertexError{Vertex: n.name, Err: isb.ErrClaimLost})
+				case <-finished:
+				}
+			})
+		}
+	}
+	wg.Wait()
+}
+
+// closeBuffers closes the buffers open so far, after a failed open, and
+// releases the sources' claims.
 func (p *Pipeline) closeBuffers() error {
 	var errs []error
+	for _, m := range p.nodes {
+		for _, l := range m.leases {
+			errs = append(errs, l.Release())
+		}
+		m.leases = nil
+	}
 	for _, m := range p.nodes {
 		if m.in != nil {
 			errs = append(errs, m.in.close())
@@ -196,9 +291,16 @@ func (p *Pipeline) start(ctx context.Context, rt *runtime) {
 	var replicas sync.WaitGroup
 	for _, n := range p.nodes {
 		for r := range n.cfg.Replicas {
+			if !rt.cfg.sub.runs(n, r) {
+				continue
+			}
 			replicas.Go(func() {
 				if err := n.run(rt, n, r); err != nil {
 					rt.fail(err)
+					return
+				}
+				if n.kind == kindSink && rt.soft.Err() == nil {
+					rt.endRun(p, n, r)
 				}
 			})
 		}
@@ -206,20 +308,66 @@ func (p *Pipeline) start(ctx context.Context, rt *runtime) {
 	finished := make(chan struct{})
 	var deadline sync.WaitGroup
 	deadline.Go(func() { rt.drainDeadline(ctx, finished) })
+	deadline.Go(func() { p.watchLeases(rt, finished) })
 	replicas.Wait()
 	close(finished)
 	deadline.Wait()
 }
 
+// endRun records in the storage that sink replica r of n ended by its end
+// of stream, so that once every sink replica did, the next Run is a new
+// run (Storage.EndRun).
+func (rt *runtime) endRun(p *Pipeline, n *node, r int) {
+	var all []string
+	for _, m := range p.nodes {
+		if m.kind == kindSink {
+			for i := range m.cfg.Replicas {
+				all = append(all, m.name+"/"+strconv.Itoa(i))
+			}
+		}
+	}
+	if err := rt.cfg.storage.EndRun(p.name, rt.run, n.name+"/"+strconv.Itoa(r), all); err != nil {
+		rt.fail(&VertexError{Vertex: n.name, Err: fmt.Errorf("record the end of run %s: %w", rt.run, err)})
+	}
+}
+
 // readerInput is replica r's input: its side of n's buffer, and the
 // processors that end each partition (every replica of every vertex feeding
-// n; validate refuses a second edge from the same vertex).
-func readerInput[T any](n *node, r int) forwarder.Input[T] {
+// n; validate refuses a second edge from the same vertex). On shared
+// storage the final WMBs in the watermark store also say which of them
+// ended already (forwarder.Input.Ended).
+func readerInput[T any](rt *runtime, n *node, r int) forwarder.Input[T] {
 	in := inputOf[T](n, r)
 	for _, part := range n.ins {
 		in.Writers += part.from.cfg.Replicas
 	}
+	if rt.cfg.storage.Shared() && n.wm != nil && n.wm.fetchers[r] != nil {
+		in.Ended = rt.endedUpstream(n, n.wm.fetchers[r])
+	}
 	return in
+}
+
+// endedUpstream answers forwarder.Input.Ended from f: the upstream
+// processors of n whose final WMB is in the store, named as their ends of
+// stream name them.
+func (rt *runtime) endedUpstream(n *node, f *watermark.Fetcher) func(int) map[string]int64 {
+	names := map[string]string{} // watermark processor -> end-of-stream processor
+	for _, part := range n.ins {
+		for i := range part.from.cfg.Replicas {
+			if wp, err := rt.processor(part.from.name, i); err == nil {
+				names[wp] = forwarder.Config{Vertex: part.from.name, Replica: i, Run: rt.run}.Processor()
+			}
+		}
+	}
+	return func(partition int) map[string]int64 {
+		out := map[string]int64{}
+		for _, e := range f.Ended(partition) {
+			if proc, ok := names[e.Processor]; ok {
+				out[proc] = e.Offset
+			}
+		}
+		return out
+	}
 }
 
 // drainDeadline fails the pipeline with ErrDrainTimeout when it has not
@@ -254,6 +402,10 @@ func (p *Pipeline) close() error {
 			if (n.kind == kindSource) != sources {
 				continue
 			}
+			for _, l := range n.leases {
+				errs = append(errs, l.Release())
+			}
+			n.leases = nil
 			if n.in != nil {
 				n.final = n.in.pending()
 				errs = append(errs, n.in.close())

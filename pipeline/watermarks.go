@@ -48,9 +48,12 @@ func (vw *vertexWatermarks) watermark() time.Time {
 	var low time.Time
 	for r := range vw.replicas {
 		var w time.Time
-		if vw.source != nil {
+		switch {
+		case vw.source != nil && vw.pubs[r] == nil, vw.source == nil && vw.fetchers[r] == nil:
+			continue // a replica another process runs
+		case vw.source != nil:
 			w = vw.source.Watermark(r)
-		} else {
+		default:
 			w = vw.fetchers[r].Watermark()
 		}
 		if w.IsZero() {
@@ -71,12 +74,22 @@ func (p *Pipeline) startWatermarks(rt *runtime) error {
 	c := rt.cfg.wm
 	store := c.Store
 	if store == nil {
+		s, err := rt.cfg.storage.Watermarks(p.name)
+		if err != nil {
+			return fmt.Errorf("pipeline %q: watermark store of %s: %w", p.name, rt.cfg.storage, err)
+		}
+		store = s
+	}
+	if store == nil {
 		store = watermark.NewMemStore()
 	}
 	interval := c.IdleInterval
 	built := make([]*vertexWatermarks, len(p.nodes))
 	for i, n := range p.nodes {
-		vw, err := newVertexWatermarks(rt, store, n)
+		if !rt.cfg.sub.runsAny(n) {
+			continue
+		}
+		vw, err := newVertexWatermarks(rt, store, p.name, n)
 		if err != nil {
 			p.stopWatermarks(rt, built)
 			return &VertexError{Vertex: n.name, Err: err}
@@ -85,7 +98,13 @@ func (p *Pipeline) startWatermarks(rt *runtime) error {
 		built[i] = vw
 	}
 	for i, vw := range built {
+		if vw == nil {
+			continue
+		}
 		for _, pub := range vw.pubs {
+			if pub == nil {
+				continue
+			}
 			if err := pub.pub.Start(rt.hard); err != nil {
 				p.stopWatermarks(rt, built)
 				return &VertexError{Vertex: p.nodes[i].name, Err: err}
@@ -93,9 +112,19 @@ func (p *Pipeline) startWatermarks(rt *runtime) error {
 		}
 	}
 	for i, vw := range built {
+		if vw == nil {
+			continue
+		}
 		for _, f := range vw.fetchers {
+			if f == nil {
+				continue
+			}
 			err := f.Start(rt.hard)
-			if err == nil {
+			// On shared storage upstream replicas run in other processes
+			// and start when they start: each replica's fetcher holds its
+			// watermark until every one of them is heard of, without
+			// holding the run's start.
+			if err == nil && !rt.cfg.storage.Shared() {
 				// Every publisher heartbeated above, so this returns at
 				// once; it is what keeps a reader from computing watermarks
 				// before its upstream is known.
@@ -116,7 +145,7 @@ func (p *Pipeline) startWatermarks(rt *runtime) error {
 }
 
 // newVertexWatermarks builds the publishers, fetchers and source of n.
-func newVertexWatermarks(rt *runtime, store watermark.Store, n *node) (*vertexWatermarks, error) {
+func newVertexWatermarks(rt *runtime, store watermark.Store, pipeline string, n *node) (*vertexWatermarks, error) {
 	c := rt.cfg.wm
 	replicas := n.cfg.Replicas
 	vw := &vertexWatermarks{replicas: replicas}
@@ -134,7 +163,10 @@ func newVertexWatermarks(rt *runtime, store watermark.Store, n *node) (*vertexWa
 	if len(n.outs) > 0 {
 		vw.pubs = make([]*replicaPublisher, replicas)
 		for r := range replicas {
-			rp, err := newReplicaPublisher(rt, store, n, r)
+			if !rt.cfg.sub.runs(n, r) {
+				continue
+			}
+			rp, err := newReplicaPublisher(rt, store, pipeline, n, r)
 			if err != nil {
 				return nil, err
 			}
@@ -146,20 +178,41 @@ func newVertexWatermarks(rt *runtime, store watermark.Store, n *node) (*vertexWa
 	}
 	var edges []string
 	vw.upstream = -1
+	// On shared storage each edge's watermark waits for every upstream
+	// replica of this run by name, and a dead one holds it: they run in
+	// other processes, start in any order and are restarted in place, and
+	// a replica killed and restarted writes again what it had not
+	// committed, with its old event times (see watermark.FetcherConfig).
+	var procs map[string][]string
+	if rt.cfg.storage.Shared() {
+		procs = map[string][]string{}
+	}
 	for _, part := range n.ins {
-		b, err := watermark.EdgeBucket(part.from.name, n.name)
+		b, err := watermark.EdgeBucket(pipeline, part.from.name, n.name)
 		if err != nil {
 			return nil, err
 		}
 		edges = append(edges, b)
+		if procs != nil {
+			for i := range part.from.cfg.Replicas {
+				name, err := rt.processor(part.from.name, i)
+				if err != nil {
+					return nil, err
+				}
+				procs[b] = append(procs[b], name)
+			}
+		}
 		if vw.upstream < 0 || part.from.cfg.Replicas < vw.upstream {
 			vw.upstream = part.from.cfg.Replicas
 		}
 	}
 	vw.fetchers = make([]*watermark.Fetcher, replicas)
 	for r := range replicas {
+		if !rt.cfg.sub.runs(n, r) {
+			continue
+		}
 		f, err := watermark.NewFetcher(store, watermark.FetcherConfig{
-			Edges: edges, Partitions: n.in.assigned(r), HeartbeatTimeout: c.HeartbeatTimeout,
+			Edges: edges, Processors: procs, Partitions: n.in.assigned(r), HeartbeatTimeout: c.HeartbeatTimeout,
 			Clock: c.Clock, Logger: rt.log.With(zap.String("vertex", n.name), zap.Int("replica", r)),
 			// A watch the store could not keep up (a deleted bucket, a
 			// closed connection, a permission) leaves the vertex's
@@ -173,6 +226,19 @@ func newVertexWatermarks(rt *runtime, store watermark.Store, n *node) (*vertexWa
 		vw.fetchers[r] = f
 	}
 	return vw, nil
+}
+
+// processor is the watermark processor name of replica r of vertex in this
+// run: {vertex}-{r}/{run}. The run tells this run's WMBs and heartbeats
+// from those an earlier run left in a store that outlives it (JetStream
+// KV): an earlier run's final WMB would otherwise end this run's
+// watermark at once, and its silent processors hold it.
+func (rt *runtime) processor(vertex string, r int) (string, error) {
+	name, err := watermark.ProcessorName(vertex, r)
+	if err != nil {
+		return "", err
+	}
+	return name + "/" + rt.run, nil
 }
 
 // watermarkStopTimeout bounds how long the end of a run waits for the
@@ -192,12 +258,17 @@ func (p *Pipeline) stopWatermarks(rt *runtime, built []*vertexWatermarks) {
 			continue
 		}
 		for _, pub := range vw.pubs {
+			if pub == nil {
+				continue
+			}
 			if err := pub.pub.Stop(ctx); err != nil {
 				rt.log.Warn("watermark publisher stop", zap.Error(err))
 			}
 		}
 		for _, f := range vw.fetchers {
-			f.Stop()
+			if f != nil {
+				f.Stop()
+			}
 		}
 	}
 }
@@ -231,16 +302,16 @@ type publishedEdge struct {
 	idle       *watermark.IdleManager
 }
 
-func newReplicaPublisher(rt *runtime, store watermark.Store, n *node, r int) (*replicaPublisher, error) {
+func newReplicaPublisher(rt *runtime, store watermark.Store, pipeline string, n *node, r int) (*replicaPublisher, error) {
 	c := rt.cfg.wm
-	name, err := watermark.ProcessorName(n.name, r)
+	name, err := rt.processor(n.name, r)
 	if err != nil {
 		return nil, err
 	}
 	rp := &replicaPublisher{log: rt.log.With(zap.String("processor", name)), edges: map[string]*publishedEdge{}}
 	var pe []watermark.PublisherEdge
 	for _, e := range n.outs {
-		b, err := watermark.EdgeBucket(n.name, e.to.name)
+		b, err := watermark.EdgeBucket(pipeline, n.name, e.to.name)
 		if err != nil {
 			return nil, err
 		}

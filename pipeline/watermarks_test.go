@@ -104,7 +104,7 @@ func TestReplicaPublisherIdle(t *testing.T) {
 	to := &node{name: "b", cfg: forwarder.Options{Partitions: 2}}
 	from := &node{name: "a", outs: []outEdge{{to: to}}}
 	store := watermark.NewMemStore()
-	rp, err := newReplicaPublisher(rt, store, from, 0)
+	rp, err := newReplicaPublisher(rt, store, "p", from, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestReplicaPublisherIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = rp.pub.Stop(ctx) }()
-	bucket, _ := watermark.EdgeBucket("a", "b")
+	bucket, _ := watermark.EdgeBucket("p", "a", "b")
 	latest := func(p int) watermark.WMB {
 		w, ok := rp.pub.Latest(bucket, p)
 		if !ok {

@@ -22,7 +22,11 @@
 // is the minimum over live processors of the newest timeline watermark whose
 // offset is below o; the vertex watermark is the minimum over edges and
 // partitions and never decreases. Processors whose heartbeats stop are
-// dropped after a timeout. A watch the store cannot keep up fails the
+// dropped after a timeout. A pipeline over several processes, which start
+// in any order and are killed and restarted, names every processor of
+// each edge instead (strict mode, FetcherConfig.Processors): the edge's
+// watermark is then the minimum over all of them, live or not, and holds
+// until each has published. A watch the store cannot keep up fails the
 // fetcher (FetcherConfig.OnFailure, Fetcher.Err): its watermark would
 // otherwise stand still for good.
 //
@@ -48,9 +52,11 @@
 // # Wiring into a forwarder
 //
 // Reader (one Fetcher per replica, Partitions = the consumer's assigned
-// partitions, Edges = EdgeBucket(upstream, this vertex) for each input):
-// Start, then WaitForProcessors(ctx, upstream replicas); Fetch(partition,
-// offset) for every data message read (control messages need none);
+// partitions, Edges = EdgeBucket(pipeline, upstream, this vertex) for each input):
+// Start, then WaitForProcessors(ctx, upstream replicas) (not needed in
+// strict mode, where the watermark holds until every upstream replica
+// published); Fetch(partition, offset) for every data message read
+// (control messages need none);
 // FetchIdle(partition, next offset to read) after a read that returned
 // nothing, so quiet partitions advance; Stop on shutdown.
 //

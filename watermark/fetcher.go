@@ -39,7 +39,9 @@ type FetcherConfig struct {
 	// HeartbeatTimeout: a processor not heard from for longer is dropped
 	// (DefaultHeartbeatTimeout) when the next change reaches the fetcher,
 	// that is within one heartbeat interval while any upstream processor
-	// lives. Keep it several heartbeat intervals.
+	// lives. Keep it several heartbeat intervals. In strict mode
+	// (Processors) it only takes the processor out of Live: it still
+	// counts.
 	HeartbeatTimeout time.Duration
 	// Clock is the fetcher's clock (time.Now when nil). Liveness is judged
 	// on this clock at the moment a heartbeat arrives, so clocks of other
@@ -56,6 +58,38 @@ type FetcherConfig struct {
 	// rather than going on with watermarks that never move. It must not
 	// block or call Stop.
 	OnFailure func(error)
+	// Processors, when not nil, turns on strict mode (see
+	// fetcher_strict.go): per edge bucket of Edges, the names
+	// ([ProcessorName]) of every processor that writes to that edge, that
+	// is of every replica of its upstream vertex. Each edge needs an entry
+	// of at least one name, and the map no other key.
+	//
+	// Without it an edge's watermark is the minimum over the processors
+	// the fetcher knows and that live: right in one process, where every
+	// upstream replica heartbeats before its readers start and stops with
+	// them; wrong when processes start in any order and are killed and
+	// restarted, because the watermark then runs ahead on the replicas
+	// that happen to be up, and the data a missing one writes later is
+	// late. In strict mode an edge's watermark is the minimum over every
+	// expected processor, live or not:
+	//   - it has none (holds) until each has published a WMB below the
+	//     offset read: one never heard of holds it;
+	//   - a processor whose heartbeat times out (it was killed) or is
+	//     deleted (it stopped), keeps its timeline and holds the
+	//     watermark at what that says until it heartbeats and publishes
+	//     again. A processor that ended a partition published [Max] there
+	//     at its end-of-stream message (PublishEnd), so it holds only the
+	//     messages before its end, which it wrote, and never after;
+	//   - processors not named are ignored (another run's, or of a replica
+	//     count since lowered), and logged once per edge and name
+	//     (Ignored lists them).
+	//
+	// Names, not a count: a count cannot tell which processors it heard,
+	// so a stale processor would stand in for a missing replica and the
+	// watermark would run ahead on it; names make "every writer of the
+	// edge" exact, and a restarted replica, under its own name, takes back
+	// its timeline.
+	Processors map[string][]string
 }
 
 type fetcherConfig struct {
@@ -67,6 +101,9 @@ type fetcherConfig struct {
 	clock       Clock
 	log         *zap.Logger
 	onFailure   func(error)
+	// expected[i] are the processors of edges[i] in strict mode, sorted;
+	// nil when not strict.
+	expected [][]string
 }
 
 func (c FetcherConfig) validate() (fetcherConfig, error) {
@@ -118,6 +155,9 @@ func (c FetcherConfig) validate() (fetcherConfig, error) {
 	if cfg.timeout <= 0 {
 		return cfg, fmt.Errorf("%w: FetcherConfig.HeartbeatTimeout %v <= 0", ErrInvalidConfig, c.HeartbeatTimeout)
 	}
+	if err := c.validateProcessors(&cfg); err != nil {
+		return cfg, err
+	}
 	return cfg, nil
 }
 
@@ -152,6 +192,9 @@ type edgeState struct {
 	// whole dead upstream vertex stalls the vertex rather than letting the
 	// watermark run past data it already wrote.
 	last []time.Time
+	// ignored are the processors strict mode ignored (not expected), each
+	// logged once.
+	ignored []string
 }
 
 // procState is one upstream processor.
@@ -164,7 +207,10 @@ type procState struct {
 	// its WMBs still hold, instead of an empty timeline holding every
 	// watermark until it publishes a new one (a publisher publishes only
 	// changes, so that could be never).
-	dead      bool
+	dead bool
+	// heard: a heartbeat or a WMB of it arrived (strict mode creates the
+	// expected processors before).
+	heard     bool
 	timelines []timeline // per position in cfg.partitions
 }
 
@@ -178,10 +224,14 @@ func NewFetcher(store Store, cfg FetcherConfig) (*Fetcher, error) {
 		return nil, fmt.Errorf("%w: NewFetcher: nil Store", ErrInvalidConfig)
 	}
 	f := &Fetcher{store: store, cfg: c, changed: make(chan struct{}), failed: make(chan struct{})}
-	for range c.edges {
-		f.edges = append(f.edges, &edgeState{
-			last: make([]time.Time, len(c.partitions)),
-		})
+	for i := range c.edges {
+		e := &edgeState{last: make([]time.Time, len(c.partitions))}
+		f.edges = append(f.edges, e)
+		if c.expected != nil {
+			for _, name := range c.expected[i] {
+				f.proc(e, name, time.Time{})
+			}
+		}
 	}
 	return f, nil
 }
@@ -229,6 +279,9 @@ func (f *Fetcher) FetchIdle(partition int, next int64) time.Time { return f.Fetc
 // false when e has no live processor or one of them has nothing below
 // offset. f.mu must be held.
 func (f *Fetcher) edgeAt(e *edgeState, pos int, offset int64) (time.Time, bool) {
+	if f.cfg.expected != nil {
+		return edgeAtStrict(e, pos, offset)
+	}
 	var low time.Time
 	first := true
 	for _, p := range e.procs {
@@ -318,12 +371,23 @@ func (f *Fetcher) liveLocked(edge int, now time.Time) []string {
 // (the upstream replicas), so a reader does not start before its upstream
 // publishes. It returns ctx's error, naming the edges still short, if ctx
 // ends first.
+//
+// In strict mode (FetcherConfig.Processors) it ignores n and waits until
+// every expected processor of every edge has been heard of (a heartbeat or
+// a WMB, from now or from before it died), the error naming those not. It
+// is not needed there: the watermark holds without them anyway.
 func (f *Fetcher) WaitForProcessors(ctx context.Context, n int) error {
 	for {
 		f.mu.Lock()
 		now := f.cfg.clock()
 		var short []string
 		for i, e := range f.cfg.edges {
+			if f.cfg.expected != nil {
+				if unheard := f.unheardLocked(i); len(unheard) > 0 {
+					short = append(short, fmt.Sprintf("%s (not heard: %s)", e, strings.Join(unheard, " ")))
+				}
+				continue
+			}
 			if got := len(f.liveLocked(i, now)); got < n {
 				short = append(short, fmt.Sprintf("%s (%d of %d)", e, got, n))
 			}

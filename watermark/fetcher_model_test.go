@@ -3,6 +3,7 @@ package watermark
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -52,16 +53,36 @@ func (m *fetchModel) lookup(key string, offset int64) (time.Time, bool) {
 // do, so what the timelines drop behind them is never asked for again; the
 // bound is long enough that nothing falls out, so the model keeps every
 // WMB.
+//
+// In strict mode (FetcherConfig.Processors: a, b, c on both edges) the
+// processors do not heartbeat first, and steps of a kind the model ignores
+// come in between: heartbeats put and deleted, timeouts, and WMBs with
+// lower watermarks from a processor not expected. The model is the same:
+// every expected processor counts, live or not, and no other.
 func TestFetchAgainstModel(t *testing.T) {
+	t.Run("loose", func(t *testing.T) { testFetchAgainstModel(t, false) })
+	t.Run("strict", func(t *testing.T) { testFetchAgainstModel(t, true) })
+}
+
+func testFetchAgainstModel(t *testing.T, strict bool) {
 	const edges, parts, steps = 2, 2, 3000
 	procs := []string{"a", "b", "c"}
+	kinds := 10 // of steps; strict mode adds 4 the model ignores
+	if strict {
+		kinds = 14
+	}
 	for seed := uint64(1); seed <= 4; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 5))
 		clock := newFakeClock()
-		f, err := NewFetcher(NewMemStore(), FetcherConfig{
+		cfg := FetcherConfig{
 			Edges: []string{"e0", "e1"}, Partitions: []int{0, 1}, TimelineLength: steps, Clock: clock.Now,
-		})
+		}
+		if strict {
+			cfg.Processors = map[string][]string{"e0": procs, "e1": procs}
+		}
+		f, err := NewFetcher(NewMemStore(), cfg)
 		must(t, err)
+		var ignored [edges]int // WMBs of x per edge
 		m := &fetchModel{wmbs: map[string][]WMB{}, last: map[string]time.Time{}}
 		// Per processor and partition, the next offset and watermark it
 		// would publish; some WMBs are held back and delivered late.
@@ -73,14 +94,16 @@ func TestFetchAgainstModel(t *testing.T) {
 		}
 		for e := range edges {
 			for _, p := range procs {
-				beat(f, e, p, clock.Now())
+				if !strict { // strict: heard first by their WMBs
+					beat(f, e, p, clock.Now())
+				}
 			}
 		}
 		fetched := make([]int64, parts) // the reader's offset per partition
 		for step := range steps {
 			e, p, part := rng.IntN(edges), procs[rng.IntN(len(procs))], rng.IntN(parts)
 			key := modelKey(e, p, part)
-			switch r := rng.IntN(10); {
+			switch r := rng.IntN(kinds); {
 			case r < 5: // publish the next WMB, or hold it back
 				w, seen := next[key]
 				if !seen {
@@ -105,6 +128,16 @@ func TestFetchAgainstModel(t *testing.T) {
 				late = late[1:]
 				feed(t, f, l.edge, l.proc, l.w)
 				m.accept(modelKey(l.edge, l.proc, int(l.w.Partition)), l.w)
+			case r == 10: // strict: liveness the model does not see
+				beat(f, e, p, clock.Now())
+			case r == 11:
+				f.apply(e, Update{Op: OpDelete, Key: heartbeatKey(p)})
+			case r == 12: // every processor times out; the next change sweeps them
+				clock.Advance(11 * time.Second)
+				beat(f, e, procs[(slices.Index(procs, p)+1)%len(procs)], clock.Now())
+			case r == 13: // a processor of another run
+				feed(t, f, e, "x", WMB{Offset: rng.Int64N(100), Watermark: ms(rng.Int64N(1000)), Partition: int32(part)})
+				ignored[e]++
 			default:
 				fetched[part] += rng.Int64N(2)
 				off := fetched[part]
@@ -151,6 +184,11 @@ func TestFetchAgainstModel(t *testing.T) {
 		}
 		if m.vertex.IsZero() {
 			t.Fatalf("seed %d: the watermark never advanced: the test exercised nothing", seed)
+		}
+		for e, n := range ignored {
+			if got := f.Ignored(cfg.Edges[e]); strict && (n == 0 || !slices.Equal(got, []string{"x"})) {
+				t.Fatalf("seed %d: %d WMBs of x on edge %d, Ignored = %q; want some, and [x]", seed, n, e, got)
+			}
 		}
 	}
 }

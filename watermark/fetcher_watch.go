@@ -121,6 +121,9 @@ func (f *Fetcher) apply(edge int, u Update) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !f.expects(edge, proc) {
+		return
+	}
 	now := f.cfg.clock()
 	// Every live processor heartbeats each interval, so sweeping here drops
 	// a silent processor within one interval of its timeout while any
@@ -131,16 +134,30 @@ func (f *Fetcher) apply(edge int, u Update) {
 	switch {
 	case kind == keyHeartbeat && u.Op == OpPut:
 		p := f.proc(e, proc, now)
-		p.beat, p.dead = now, false
+		p.beat, p.dead, p.heard = now, false, true
 	case kind == keyHeartbeat && u.Op == OpDelete:
+		i := slices.IndexFunc(e.procs, func(p *procState) bool { return p.name == proc })
+		if f.cfg.expected != nil {
+			// Strict: a stopped processor still holds the edge at its
+			// timeline (see FetcherConfig.Processors).
+			if i >= 0 {
+				e.procs[i].dead = true
+			}
+			break
+		}
 		// A processor deletes its heartbeat when it stops cleanly: drop it
 		// now rather than after the timeout.
-		e.remove(slices.IndexFunc(e.procs, func(p *procState) bool { return p.name == proc }))
+		e.remove(i)
 	case kind == keyWMB && u.Op == OpPut:
 		if partition >= len(f.cfg.index) || f.cfg.index[partition] < 0 {
+			if f.cfg.expected != nil {
+				f.proc(e, proc, now).heard = true // heard of all the same
+			}
 			return // a partition another reader reads
 		}
-		f.proc(e, proc, now).timelines[f.cfg.index[partition]].put(w)
+		p := f.proc(e, proc, now)
+		p.heard = true
+		p.timelines[f.cfg.index[partition]].put(w)
 	default:
 		return // a deleted WMB says nothing new
 	}
@@ -166,7 +183,8 @@ func (f *Fetcher) proc(e *edgeState, name string, now time.Time) *procState {
 // sweep marks dead the processors whose heartbeats stopped for longer than
 // the timeout (a later heartbeat revives them, timelines intact), and
 // drops those never heard since their first WMB for as long (a WMB may
-// arrive before the heartbeat in a store's initial values).
+// arrive before the heartbeat in a store's initial values). Strict mode
+// drops none: every expected processor counts, live or not.
 // f.mu must be held.
 func (f *Fetcher) sweep(now time.Time) {
 	for _, e := range f.edges {
@@ -183,6 +201,9 @@ func (f *Fetcher) sweep(now time.Time) {
 				continue
 			}
 			if p.beat.IsZero() {
+				if f.cfg.expected != nil {
+					continue // no heartbeat to time out
+				}
 				// Never heard: nothing worth keeping.
 				e.remove(i)
 				i-- // the last processor moved into slot i

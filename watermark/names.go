@@ -113,18 +113,19 @@ func parseKey(key string) (kind keyKind, processor string, partition int) {
 	return keyOther, "", 0
 }
 
-// EdgeBucket returns the bucket of the edge from vertex from to vertex to,
-// so that publishers and fetchers agree on it. The length of from is part
-// of the name, so no two vertex pairs share a bucket ("a_b"->"c" and
-// "a"->"b_c" differ). Vertex names with characters a bucket cannot hold are
-// an ErrInvalidName.
-func EdgeBucket(from, to string) (string, error) {
-	b := "wm_" + strconv.Itoa(len(from)) + "_" + from + "_" + to
-	if from == "" || to == "" {
-		return "", fmt.Errorf("%w: edge %q -> %q: empty vertex name", ErrInvalidName, from, to)
+// EdgeBucket returns the bucket of the edge from vertex from to vertex to
+// of pipeline pipeline, so that publishers and fetchers agree on it:
+// wm_{len(pipeline)}_{pipeline}_{len(from)}_{from}_{to}. The lengths are
+// part of the name, so no two pipelines or vertex pairs share a bucket
+// ("a_b"->"c" and "a"->"b_c" differ). Names with characters a bucket
+// cannot hold are an ErrInvalidName.
+func EdgeBucket(pipeline, from, to string) (string, error) {
+	if pipeline == "" || from == "" || to == "" {
+		return "", fmt.Errorf("%w: edge %q -> %q of pipeline %q: empty name", ErrInvalidName, from, to, pipeline)
 	}
+	b := "wm_" + strconv.Itoa(len(pipeline)) + "_" + pipeline + "_" + strconv.Itoa(len(from)) + "_" + from + "_" + to
 	if err := validBucket(b); err != nil {
-		return "", fmt.Errorf("edge %q -> %q: %w", from, to, err)
+		return "", fmt.Errorf("edge %q -> %q of pipeline %q: %w", from, to, pipeline, err)
 	}
 	return b, nil
 }

@@ -6,16 +6,21 @@ import (
 )
 
 func TestNames(t *testing.T) {
-	b1, err1 := EdgeBucket("a_b", "c")
-	b2, err2 := EdgeBucket("a", "b_c")
-	if err1 != nil || err2 != nil || b1 == b2 || b1 != "wm_3_a_b_c" || b2 != "wm_1_a_b_c" {
+	b1, err1 := EdgeBucket("p", "a_b", "c")
+	b2, err2 := EdgeBucket("p", "a", "b_c")
+	if err1 != nil || err2 != nil || b1 == b2 || b1 != "wm_1_p_3_a_b_c" || b2 != "wm_1_p_1_a_b_c" {
 		t.Fatalf("EdgeBucket = %q,%v and %q,%v", b1, err1, b2, err2)
 	}
-	if _, err := EdgeBucket("a.b", "c"); !errors.Is(err, ErrInvalidName) {
+	if b3, _ := EdgeBucket("p_a", "b", "c"); b3 == b1 || b3 == b2 || b3 != "wm_3_p_a_1_b_c" {
+		t.Fatalf("EdgeBucket of pipeline p_a = %q: another pipeline's edge shares it", b3)
+	}
+	if _, err := EdgeBucket("p", "a.b", "c"); !errors.Is(err, ErrInvalidName) {
 		t.Errorf("EdgeBucket with a dot: %v", err)
 	}
-	if _, err := EdgeBucket("", "c"); !errors.Is(err, ErrInvalidName) {
-		t.Errorf("EdgeBucket with an empty name: %v", err)
+	for _, names := range [][3]string{{"", "a", "c"}, {"p", "", "c"}, {"p", "a", ""}} {
+		if _, err := EdgeBucket(names[0], names[1], names[2]); !errors.Is(err, ErrInvalidName) {
+			t.Errorf("EdgeBucket%q: %v, want ErrInvalidName", names, err)
+		}
 	}
 	if p, err := ProcessorName("map", 2); err != nil || p != "map-2" {
 		t.Errorf("ProcessorName = %q, %v", p, err)

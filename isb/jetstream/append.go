@@ -99,7 +99,7 @@ func (w *write[T]) Complete(ctx context.Context, _ int64) (int64, error) {
 }
 
 func (l *log[T]) used() int64 {
-	low, _ := l.low()
+	low, _ := l.lowest(false)
 	return l.tail.Load() - low
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -136,11 +137,19 @@ func (l *log[T]) deletedErr(op string) error {
 
 // low is the lowest commit over the groups known to the bucket, or the
 // head when there is none: what the usage and retention count from.
-func (l *log[T]) low() (int64, bool) {
+func (l *log[T]) low() (int64, bool) { return l.lowest(true) }
+
+// lowest is low over the groups that read, or (holds) with the stored
+// holds of writers too (isb.HoldPrefix, see isb.Topic.Retain): those keep
+// what they hold from deletion, but use no capacity.
+func (l *log[T]) lowest(holds bool) (int64, bool) {
 	l.cmu.Lock()
 	defer l.cmu.Unlock()
 	first, low := true, int64(0)
-	for _, e := range l.commits {
+	for g, e := range l.commits {
+		if !holds && strings.HasPrefix(g, isb.HoldPrefix) {
+			continue
+		}
 		if !e.tomb && (first || e.off < low) {
 			low, first = e.off, false
 		}
@@ -156,7 +165,7 @@ func (l *log[T]) low() (int64, bool) {
 // group) as this process knows it. A batch larger than the limit fits an
 // empty partition only.
 func (l *log[T]) full(n int) bool {
-	low, _ := l.low()
+	low, _ := l.lowest(false)
 	used := l.tail.Load() - low
 	return used > 0 && used+int64(n) > l.b.cfg.usageLimit
 }

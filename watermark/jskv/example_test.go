@@ -53,7 +53,7 @@ func Example() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	bucket, err := watermark.EdgeBucket("map", "sink")
+	bucket, err := watermark.EdgeBucket("orders", "map", "sink")
 	if err != nil {
 		log.Fatal(err)
 	}

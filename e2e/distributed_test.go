@@ -1,0 +1,435 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+
+	"github.com/runnel-dev/runnel/internal/crashtest"
+	"github.com/runnel-dev/runnel/internal/natstest"
+	"github.com/runnel-dev/runnel/isb/jetstream"
+	"github.com/runnel-dev/runnel/pipeline"
+	"github.com/runnel-dev/runnel/pipeline/jsstorage"
+	"github.com/runnel-dev/runnel/vertex"
+)
+
+// One pipeline over several OS processes (issue 21): the test binary runs
+// itself once per role, each process building the same graph and running
+// its part (pipeline.Vertices) on JetStream (pipeline/jsstorage) against
+// the embedded server:
+//
+//	src (generator)  ->  assign (2 replicas: map:0, map:1)  ->  count (fixed windows)  ->  out
+//	process "src"        processes "assign:0" and "assign:1"     process "count,out"
+//
+// Event i has event time distBase + i ms and key i mod distKeys, so every
+// 100 ms window holds distWindow/distKeys events of each key: the oracle of
+// (window, key) -> count is exact. The sink appends "window key count pid"
+// per result to one file and fsyncs before it returns. A result written
+// twice (a redelivery after a kill) must have the same count; duplicates
+// are counted and logged. A late message (the reduce judged it behind its
+// watermark) goes to late.txt and fails the test: none may be lost.
+
+const (
+	distKeys   = 10
+	distWindow = 100 * time.Millisecond
+	// distClaimTTL is how long a killed process's claims outlive it; a
+	// restart within it is refused (exit code distTaken) and retried.
+	distClaimTTL = 2 * time.Second
+	distTaken    = 3 // a child's exit code when its replica is still claimed
+)
+
+var distBase = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+const (
+	distEnvURL  = "RUNNEL_DIST_URL"
+	distEnvDir  = "RUNNEL_DIST_DIR"
+	distEnvRole = "RUNNEL_DIST_ROLE"
+	distEnvN    = "RUNNEL_DIST_N"
+	distEnvRate = "RUNNEL_DIST_RATE"
+)
+
+func init() { children["dist"] = func() { os.Exit(distChild()) } }
+
+// distPipeline is the graph every process builds.
+func distPipeline(st pipeline.Storage, n int64, rate float64, out vertex.Sink[vertex.Windowed[int64]], late vertex.Sink[int64], opts ...pipeline.Option) *pipeline.Pipeline {
+	p := pipeline.New("dist", append([]pipeline.Option{pipeline.WithStorage(st), pipeline.DrainTimeout(time.Minute)}, opts...)...)
+	gen := vertex.Generator(func(i int64) int64 { return i }).WithCount(n).
+		WithEventTime(func(i int64) time.Time { return distBase.Add(time.Duration(i) * time.Millisecond) })
+	if rate > 0 {
+		gen = gen.WithRate(rate)
+	}
+	src := pipeline.Source(p, "src", gen, vertex.BatchSize(100))
+	keyed := pipeline.KeyBy(p, "assign", src, func(v int64) []string { return []string{strconv.FormatInt(v%distKeys, 10)} },
+		vertex.Replicas(2), vertex.Partitions(2), vertex.BatchSize(100))
+	counts, lateStream := pipeline.Reduce(p, "count", keyed, vertex.Fixed(distWindow), vertex.Aggregator[int64, int64, int64]{
+		Create: func() int64 { return 0 },
+		Add:    func(a int64, _ vertex.Message[int64]) int64 { return a + 1 },
+		Merge:  func(a, b int64) int64 { return a + b },
+		Result: func(a int64) int64 { return a },
+	}, vertex.Partitions(2), vertex.BatchSize(100))
+	pipeline.Sink(p, "out", counts, out, vertex.BatchSize(100))
+	pipeline.Sink(p, "late", lateStream, late)
+	return p
+}
+
+// distChild runs the role the environment names and returns its exit
+// code: 0 when its part of the pipeline ended, distTaken when a replica is
+// still claimed by a killed process.
+func distChild() int {
+	dir := os.Getenv(distEnvDir)
+	n, _ := strconv.ParseInt(os.Getenv(distEnvN), 10, 64)
+	rate, _ := strconv.ParseFloat(os.Getenv(distEnvRate), 64)
+	var role pipeline.Vertices
+	if err := role.Set(os.Getenv(distEnvRole)); err != nil {
+		return childFail("role: %v", err)
+	}
+	nc, err := nats.Connect(os.Getenv(distEnvURL), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		return childFail("connect: %v", err)
+	}
+	defer nc.Close()
+	st, err := jsstorage.New(nc, jsstorage.ReduceLogDir(filepath.Join(dir, "wal")),
+		jsstorage.BufferOptions(jetstream.ClaimTTL(distClaimTTL)))
+	if err != nil {
+		return childFail("storage: %v", err)
+	}
+	out, err := newDistFileSink(filepath.Join(dir, "results.txt"), func(m vertex.Message[vertex.Windowed[int64]]) string {
+		w := m.Value
+		return fmt.Sprintf("%d %s %d %d", w.Window.Start.Sub(distBase).Milliseconds(), strings.Join(w.Keys, ","), w.Value, os.Getpid())
+	})
+	if err != nil {
+		return childFail("%v", err)
+	}
+	defer out.f.Close()
+	late, err := newDistFileSink(filepath.Join(dir, "late.txt"), func(m vertex.Message[int64]) string {
+		return fmt.Sprintf("%d %d", m.Value, os.Getpid())
+	})
+	if err != nil {
+		return childFail("%v", err)
+	}
+	defer late.f.Close()
+	p := distPipeline(st, n, rate, out, late)
+	if os.Getenv("RUNNEL_E2E_LOG") != "" { // for debugging: the pipeline's log on stderr
+		l, _ := zap.NewDevelopment()
+		p = distPipeline(st, n, rate, out, late, pipeline.WithLogger(l))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	crashtest.Printf("S %d", os.Getpid())
+	if err := p.Run(ctx, role.Option()); err != nil {
+		if errors.Is(err, pipeline.ErrReplicaTaken) {
+			crashtest.Printf("T %v", err)
+			return distTaken
+		}
+		return childFail("run %s: %v", role.String(), err)
+	}
+	return 0
+}
+
+// distFileSink appends one line per message to a file and fsyncs it
+// before it returns.
+type distFileSink[T any] struct {
+	mu   sync.Mutex
+	f    *os.File
+	line func(vertex.Message[T]) string
+}
+
+func newDistFileSink[T any](name string, line func(vertex.Message[T]) string) (*distFileSink[T], error) {
+	f, err := os.OpenFile(name, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open sink file: %w", err)
+	}
+	return &distFileSink[T]{f: f, line: line}, nil
+}
+
+func (s *distFileSink[T]) Write(_ context.Context, msgs []vertex.Message[T]) ([]vertex.Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b []byte
+	for _, m := range msgs {
+		b = append(b, s.line(m)...)
+		b = append(b, '\n')
+	}
+	if _, err := s.f.Write(b); err != nil {
+		return nil, err
+	}
+	return nil, s.f.Sync()
+}
+
+// distRun is one run of the distributed pipeline from the parent's side.
+type distRun struct {
+	t    *testing.T
+	srv  *natstest.Server
+	dir  string
+	n    int64
+	rate float64
+
+	mu    sync.Mutex
+	procs map[string]*crashtest.Child // by role
+}
+
+func newDistRun(t *testing.T, n int64, rate float64) *distRun {
+	return &distRun{t: t, srv: natstest.Start(t), dir: t.TempDir(), n: n, rate: rate, procs: map[string]*crashtest.Child{}}
+}
+
+// start starts role, again and again while its replica is still claimed
+// by a process that was killed (bounded: a claim expires after
+// distClaimTTL).
+func (d *distRun) start(role string) {
+	d.t.Helper()
+	deadline := time.Now().Add(10 * distClaimTTL)
+	for {
+		c := crashtest.Start(d.t, "dist", distEnvURL+"="+d.srv.URL(), distEnvDir+"="+d.dir, distEnvRole+"="+role,
+			distEnvN+"="+strconv.FormatInt(d.n, 10), distEnvRate+"="+strconv.FormatFloat(d.rate, 'f', -1, 64))
+		select {
+		case <-c.Done():
+			code := c.State().ExitCode()
+			if code == distTaken && time.Now().Before(deadline) {
+				time.Sleep(distClaimTTL / 8)
+				continue
+			}
+			if code != 0 {
+				d.t.Fatalf("role %s exited at start with %v: %v", role, c.State(), c.Lines())
+			}
+		case <-time.After(time.Second):
+		}
+		d.mu.Lock()
+		d.procs[role] = c
+		d.mu.Unlock()
+		return
+	}
+}
+
+// kill kills role with SIGKILL.
+func (d *distRun) kill(role string) {
+	d.mu.Lock()
+	c := d.procs[role]
+	d.mu.Unlock()
+	c.Kill()
+}
+
+// waitResults waits until the sink has written at least n results.
+func (d *distRun) waitResults(n int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if len(readLines(d.t, filepath.Join(d.dir, "results.txt"))) >= n {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+// wait waits for every process to end by itself and checks each exited 0.
+func (d *distRun) wait(timeout time.Duration) {
+	d.t.Helper()
+	deadline := time.Now().Add(timeout)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for role, c := range d.procs {
+		if !c.Wait(time.Until(deadline)) {
+			d.t.Fatalf("role %s did not end within %v; results so far %d of %d", role, timeout,
+				len(readLines(d.t, filepath.Join(d.dir, "results.txt"))), d.windows()*distKeys)
+		}
+		for _, l := range c.Lines() {
+			if strings.HasPrefix(l, "E ") {
+				d.t.Errorf("role %s: %s", role, l)
+			}
+		}
+		if code := c.State().ExitCode(); code != 0 {
+			d.t.Errorf("role %s exited with %d", role, code)
+		}
+	}
+}
+
+func (d *distRun) windows() int64 { return (d.n + 99) / 100 }
+
+// check compares the results with the oracle and reports the duplicates.
+func (d *distRun) check() (duplicates int) {
+	d.t.Helper()
+	if late := readLines(d.t, filepath.Join(d.dir, "late.txt")); len(late) > 0 {
+		d.t.Errorf("%d messages judged late (the first: %q): their windows lost them", len(late), late[0])
+	}
+	want := map[string]int64{}
+	for i := range d.n {
+		want[fmt.Sprintf("%d %d", (i/100)*100, i%distKeys)]++
+	}
+	got := map[string]int64{}
+	for _, l := range readLines(d.t, filepath.Join(d.dir, "results.txt")) {
+		f := strings.Fields(l)
+		if len(f) != 4 {
+			d.t.Fatalf("result line %q", l)
+		}
+		k := f[0] + " " + f[1]
+		c, _ := strconv.ParseInt(f[2], 10, 64)
+		if prev, ok := got[k]; ok {
+			duplicates++
+			if prev != c {
+				d.t.Errorf("window %s written twice with different counts: %d and %d", k, prev, c)
+			}
+			continue
+		}
+		got[k] = c
+	}
+	missing, wrong := 0, 0
+	for k, c := range want {
+		switch g, ok := got[k]; {
+		case !ok:
+			missing++
+			if missing <= 3 {
+				d.t.Errorf("window %s missing (want count %d)", k, c)
+			}
+		case g != c:
+			wrong++
+			if wrong <= 3 {
+				d.t.Errorf("window %s count %d, want %d", k, g, c)
+			}
+		}
+	}
+	if extra := len(got) - (len(want) - missing); extra > 0 {
+		d.t.Errorf("%d results for windows the input has not", extra)
+	}
+	if missing+wrong > 0 {
+		d.t.Fatalf("%d of %d (window, key) results missing, %d wrong", missing, len(want), wrong)
+	}
+	return duplicates
+}
+
+func readLines(t *testing.T, name string) []string {
+	f, err := os.Open(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if l := sc.Text(); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+var distRoles = []string{"count,out,late", "assign:0", "assign:1", "src"}
+
+// The pipeline over four processes ends by itself once the source is
+// exhausted, in every process, with the exact results.
+func TestDistributedPipeline(t *testing.T) {
+	d := newDistRun(t, 20_000, 0)
+	for _, r := range distRoles {
+		d.start(r)
+	}
+	d.wait(3 * time.Minute)
+	if dup := d.check(); dup != 0 {
+		t.Logf("%d results written twice", dup)
+	}
+}
+
+// Killing the process of map replica 0 or 1 (SIGKILL) and starting it
+// again, 6 times in one run: nothing lost, results exact.
+func TestDistributedKillMap(t *testing.T) {
+	const n = 30_000
+	d := newDistRun(t, n, 1000) // 30 s of events: room for the kills
+	for _, r := range distRoles {
+		d.start(r)
+	}
+	per := int(n/100*distKeys) / 10
+	for i := range 6 {
+		if !d.waitResults((i+1)*per, 2*time.Minute) {
+			t.Fatalf("kill %d: the sink did not reach %d results", i, (i+1)*per)
+		}
+		role := distRoles[1+i%2]
+		d.kill(role)
+		d.start(role)
+	}
+	d.wait(3 * time.Minute)
+	t.Logf("%d results written twice after 6 kills", d.check())
+}
+
+// Killing the reduce and sink process mid-run and starting it again: its
+// WAL recovers the open windows, results exact.
+func TestDistributedKillReduce(t *testing.T) {
+	const n = 20_000
+	d := newDistRun(t, n, 2000)
+	for _, r := range distRoles {
+		d.start(r)
+	}
+	per := int(n / 100 * distKeys / 4)
+	for i := range 2 {
+		if !d.waitResults((i+1)*per, 2*time.Minute) {
+			t.Fatalf("kill %d: the sink did not reach %d results", i, (i+1)*per)
+		}
+		d.kill(distRoles[0])
+		d.start(distRoles[0])
+	}
+	d.wait(3 * time.Minute)
+	t.Logf("%d results written twice after 2 kills of the reduce", d.check())
+}
+
+// Restarting the NATS server mid-run: every process reconnects, the
+// pipeline resumes, watermarks advance again (windows keep closing), and
+// the results are exact.
+func TestDistributedNATSRestart(t *testing.T) {
+	const n = 20_000
+	d := newDistRun(t, n, 2000)
+	for _, r := range distRoles {
+		d.start(r)
+	}
+	per := int(n / 100 * distKeys / 4)
+	if !d.waitResults(per, 2*time.Minute) {
+		t.Fatalf("the sink did not reach %d results", per)
+	}
+	if err := d.srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if !d.waitResults(2*per, 2*time.Minute) {
+		t.Fatalf("after the restart the sink did not reach %d results: windows stopped closing", 2*per)
+	}
+	d.wait(3 * time.Minute)
+	t.Logf("%d results written twice across the server restart", d.check())
+}
+
+// Two processes claiming the same replica: one runs, the other is refused
+// with pipeline.ErrReplicaTaken (the child exits with distTaken) and
+// writes nothing.
+func TestDistributedReplicaTaken(t *testing.T) {
+	d := newDistRun(t, 5_000, 1000)
+	d.start("assign:1")
+	second := crashtest.Start(t, "dist", distEnvURL+"="+d.srv.URL(), distEnvDir+"="+d.dir, distEnvRole+"=assign:1",
+		distEnvN+"=5000", distEnvRate+"=1000")
+	if !second.Wait(time.Minute) {
+		t.Fatal("the second process of assign:1 kept running")
+	}
+	if code := second.State().ExitCode(); code != distTaken {
+		t.Fatalf("second process of assign:1 exited with %d (%v), want %d (ErrReplicaTaken)", code, second.Lines(), distTaken)
+	}
+	found := false
+	for _, l := range second.Lines() {
+		found = found || strings.HasPrefix(l, "T ") && strings.Contains(l, `"assign" replica 1`)
+	}
+	if !found {
+		t.Errorf("the refusal does not name the replica: %v", second.Lines())
+	}
+	for _, r := range []string{"count,out,late", "assign:0", "src"} {
+		d.start(r)
+	}
+	d.wait(3 * time.Minute)
+	d.check()
+}
