@@ -24,7 +24,7 @@
 //	bucket {P}__isb, {P}__isb-claims  the buffers' group commits and claims (isb/jetstream)
 //	bucket {P}__state               key source.{vertex}: a resumable source's state
 //	                                key run: the run record (run.go)
-//	bucket {P}__{watermark bucket}  the watermark store's buckets (watermark/jskv)
+//	bucket wm_{len}_{P}_...         the watermark buckets, one per edge (watermark.EdgeBucket names them after the pipeline)
 //
 // A buffer's streams record the envelope codec of its messages (the
 // pipeline's BufferSpec.Codec) as their runnel.codec, so a pipeline

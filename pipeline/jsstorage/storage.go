@@ -151,13 +151,12 @@ func (s *Storage) ReduceLog(p, vertex string) (string, error) {
 	return filepath.Join(s.cfg.reduceLogDir, p+".wal", vertex), nil
 }
 
-// Watermarks returns the pipeline's watermark store: the storage's
-// watermark/jskv store with every bucket named {P}__{bucket}, so that
-// pipelines with vertices of the same names keep apart.
+// Watermarks returns the storage's watermark/jskv store. The pipeline
+// names its buckets after itself (watermark.EdgeBucket), so pipelines
+// with vertices of the same names keep apart on one server.
 func (s *Storage) Watermarks(p string) (watermark.Store, error) {
-	base, err := pipelineBase(p)
-	if err != nil {
+	if _, err := pipelineBase(p); err != nil {
 		return nil, err
 	}
-	return prefixedStore{store: s.wm, prefix: base}, nil
+	return s.wm, nil
 }
