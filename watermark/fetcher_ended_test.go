@@ -2,7 +2,9 @@ package watermark
 
 import (
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 // Ended lists, per partition, the processors whose newest WMB there is
@@ -32,5 +34,30 @@ func TestFetcherEnded(t *testing.T) {
 	}
 	if got := f.Ended(5); got != nil {
 		t.Fatalf("Ended(5) = %v, want none", got)
+	}
+}
+
+// Accept (not strict) ignores the processors it refuses: another run's in
+// a store that outlives runs never moves this run's watermark.
+func TestFetcherAccept(t *testing.T) {
+	clock := newFakeClock()
+	f, err := NewFetcher(NewMemStore(), FetcherConfig{
+		Edges: []string{"e"}, Partitions: []int{0}, HeartbeatTimeout: 10 * time.Second, Clock: clock.Now,
+		Accept: func(p string) bool { return strings.HasSuffix(p, "/run2") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	beat(f, 0, "a-0/run1", clock.Now())
+	feed(t, f, 0, "a-0/run1", WMB{Offset: 5, Watermark: Max}) // the old run's end
+	wantWM(t, "Fetch with only the old run", f.Fetch(0, 10), time.Time{})
+	beat(f, 0, "a-0/run2", clock.Now())
+	feed(t, f, 0, "a-0/run2", WMB{Offset: 8, Watermark: ms(70)})
+	wantWM(t, "Fetch with this run", f.Fetch(0, 10), ms(70))
+	if got := f.Ended(0); got != nil {
+		t.Fatalf("Ended = %v: the old run's end counts", got)
+	}
+	if got := f.Live("e"); !slices.Equal(got, []string{"a-0/run2"}) {
+		t.Fatalf("Live = %v, want this run's processor only", got)
 	}
 }
