@@ -215,7 +215,7 @@ func newVertexWatermarks(rt *runtime, store watermark.Store, pipeline string, n 
 		f, err := watermark.NewFetcher(store, watermark.FetcherConfig{
 			Edges: edges, Processors: procs, Partitions: n.in.assigned(r), HeartbeatTimeout: c.HeartbeatTimeout,
 			Accept: rt.ofThisRun,
-			Clock: c.Clock, Logger: rt.log.With(zap.String("vertex", n.name), zap.Int("replica", r)),
+			Clock:  c.Clock, Logger: rt.log.With(zap.String("vertex", n.name), zap.Int("replica", r)),
 			// A watch the store could not keep up (a deleted bucket, a
 			// closed connection, a permission) leaves the vertex's
 			// watermark frozen: fail the run with it rather than go on
