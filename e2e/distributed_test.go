@@ -467,9 +467,10 @@ func TestDistributedUpstreamFirst(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	// A batch per partition may be on its way when the limit is reached;
-	// nothing more.
-	if h := held(); h > capacity+2*100 {
+	// The limit is checked as each write starts, and a source keeps up to
+	// 8 batches of writes in flight (forwarder.sourceStagedBatches): those
+	// may land past it; nothing more.
+	if h := held(); h > capacity+8*100 {
 		t.Fatalf("the map's buffer holds %d messages with no reader, its capacity is %d", h, capacity)
 	}
 	for _, r := range []string{"count,out,late", "assign:0", "assign:1"} {
