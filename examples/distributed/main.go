@@ -88,7 +88,7 @@ func main() {
 	var c config
 	flag.StringVar(&c.nats, "nats", "", "NATS server URL; without it, start an embedded server and every role as a child process")
 	flag.Var(&c.vertices, "vertices", `the role this process runs: "src", "assign:0", "assign:1" or "count,out,late" (empty: the whole pipeline)`)
-	flag.StringVar(&c.data, "data", filepath.Join(os.TempDir(), "runnel-distributed"), "directory of the reduce's WAL and the sinks' files")
+	flag.StringVar(&c.data, "data", filepath.Join(os.TempDir(), "runnel-distributed"), "directory of the reduce's WAL and the sinks' files (with -nats; the embedded mode uses a temporary one)")
 	flag.Int64Var(&c.events, "events", 1000, "events the source generates")
 	flag.Float64Var(&c.rate, "rate", 0, "events per second (0: as fast as the pipeline takes them)")
 	flag.Parse()
@@ -131,12 +131,16 @@ func build(st pipeline.Storage, c config) *pipeline.Pipeline {
 }
 
 // runRole runs the part of the pipeline c.vertices names against c.nats
-// and returns the process's exit code. Its last line on stdout says how it
-// ended.
+// and returns the process's exit code. Its last line (on stdout when it
+// exits 0, else on stderr) says how it ended.
 func runRole(ctx context.Context, c config) int {
 	role := c.vertices.String()
 	if role == "" {
 		role = "the whole pipeline"
+	}
+	if err := os.MkdirAll(c.data, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", role, err)
+		return 1
 	}
 	nc, err := nats.Connect(c.nats, nats.MaxReconnects(-1), nats.Name("runnel-distributed "+role))
 	if err != nil {
@@ -153,11 +157,11 @@ func runRole(ctx context.Context, c config) int {
 	var taken *pipeline.ReplicaError
 	switch {
 	case errors.As(err, &taken):
-		fmt.Printf("%s: refused: %s replica %d runs in another process (a killed one's claim expires after %v)\n",
+		fmt.Fprintf(os.Stderr, "%s: refused: %s replica %d runs in another process (a killed one's claim expires after %v)\n",
 			role, taken.Vertex, taken.Replica, claimTTL)
 		return exitTaken
 	case err != nil:
-		fmt.Printf("%s: failed: %v\n", role, err)
+		fmt.Fprintf(os.Stderr, "%s: failed: %v\n", role, err)
 		return 1
 	case ctx.Err() != nil:
 		fmt.Printf("%s: stopped by a signal, the pipeline not ended: start it again to resume\n", role)
@@ -230,6 +234,7 @@ func embedded(ctx context.Context, c config, out io.Writer) error {
 
 	// A failed process would leave the others waiting for it: the first
 	// one that fails stops the rest (SIGTERM, as ctx does on a signal).
+	interrupted := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	procs := make([]*child, len(roles))
@@ -243,7 +248,7 @@ func embedded(ctx context.Context, c config, out io.Writer) error {
 		}
 		procs[i] = p
 		wg.Go(func() {
-			if p.wait() != nil {
+			if !p.wait() {
 				cancel()
 			}
 		})
@@ -257,12 +262,15 @@ func embedded(ctx context.Context, c config, out io.Writer) error {
 	failed := 0
 	for _, p := range procs {
 		fmt.Fprintf(out, "process %-16s pid %-7d %s: %s\n", p.role, p.pid, p.state, p.last())
-		if p.err != nil {
+		if !p.ok {
 			failed++
 		}
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d processes failed", failed, len(procs))
+	}
+	if interrupted.Err() != nil {
+		fmt.Fprintln(out, "stopped by a signal before the end; the embedded server's data is removed with it")
 	}
 	return nil
 }
@@ -273,7 +281,7 @@ type child struct {
 	pid   int
 	cmd   *exec.Cmd
 	out   strings.Builder // its stdout and stderr
-	err   error
+	ok    bool            // it exited 0
 	state string
 }
 
@@ -296,11 +304,17 @@ func startChild(ctx context.Context, exe, role string, c config, url string) (*c
 	return p, nil
 }
 
-func (p *child) wait() error {
+// wait waits for the process and reports whether it exited 0 (Wait's
+// error is ctx's also then, when ctx stopped it).
+func (p *child) wait() bool {
 	t0 := time.Now()
-	p.err = p.cmd.Wait()
+	err := p.cmd.Wait()
+	p.ok = p.cmd.ProcessState != nil && p.cmd.ProcessState.Success()
 	p.state = fmt.Sprintf("%v after %v", p.cmd.ProcessState, time.Since(t0).Round(10*time.Millisecond))
-	return p.err
+	if p.cmd.ProcessState == nil {
+		p.state = err.Error()
+	}
+	return p.ok
 }
 
 // last is the last line the process wrote (how it ended), without its
