@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
 	"github.com/runnel-dev/runnel/internal/crashtest"
@@ -59,6 +60,7 @@ const (
 	distEnvRole = "RUNNEL_DIST_ROLE"
 	distEnvN    = "RUNNEL_DIST_N"
 	distEnvRate = "RUNNEL_DIST_RATE"
+	distEnvCap  = "RUNNEL_DIST_CAP" // the map's BufferCapacity (default: the vertex default)
 )
 
 func init() { children["dist"] = func() { os.Exit(distChild()) } }
@@ -72,8 +74,11 @@ func distPipeline(st pipeline.Storage, n int64, rate float64, out vertex.Sink[ve
 		gen = gen.WithRate(rate)
 	}
 	src := pipeline.Source(p, "src", gen, vertex.BatchSize(100))
-	keyed := pipeline.KeyBy(p, "assign", src, func(v int64) []string { return []string{strconv.FormatInt(v%distKeys, 10)} },
-		vertex.Replicas(2), vertex.Partitions(2), vertex.BatchSize(100))
+	mapOpts := []vertex.Option{vertex.Replicas(2), vertex.Partitions(2), vertex.BatchSize(100)}
+	if c, _ := strconv.ParseInt(os.Getenv(distEnvCap), 10, 64); c > 0 {
+		mapOpts = append(mapOpts, vertex.BufferCapacity(c))
+	}
+	keyed := pipeline.KeyBy(p, "assign", src, func(v int64) []string { return []string{strconv.FormatInt(v%distKeys, 10)} }, mapOpts...)
 	counts, lateStream := pipeline.Reduce(p, "count", keyed, vertex.Fixed(distWindow), vertex.Aggregator[int64, int64, int64]{
 		Create: func() int64 { return 0 },
 		Add:    func(a int64, _ vertex.Message[int64]) int64 { return a + 1 },
@@ -176,6 +181,7 @@ type distRun struct {
 	dir  string
 	n    int64
 	rate float64
+	env  []string // more for every child
 
 	mu    sync.Mutex
 	procs map[string]*crashtest.Child // by role
@@ -192,8 +198,8 @@ func (d *distRun) start(role string) {
 	d.t.Helper()
 	deadline := time.Now().Add(10 * distClaimTTL)
 	for {
-		c := crashtest.Start(d.t, "dist", distEnvURL+"="+d.srv.URL(), distEnvDir+"="+d.dir, distEnvRole+"="+role,
-			distEnvN+"="+strconv.FormatInt(d.n, 10), distEnvRate+"="+strconv.FormatFloat(d.rate, 'f', -1, 64))
+		c := crashtest.Start(d.t, "dist", append([]string{distEnvURL + "=" + d.srv.URL(), distEnvDir + "=" + d.dir, distEnvRole + "=" + role,
+			distEnvN + "=" + strconv.FormatInt(d.n, 10), distEnvRate + "=" + strconv.FormatFloat(d.rate, 'f', -1, 64)}, d.env...)...)
 		select {
 		case <-c.Done():
 			code := c.State().ExitCode()
@@ -432,4 +438,62 @@ func TestDistributedReplicaTaken(t *testing.T) {
 	}
 	d.wait(3 * time.Minute)
 	d.check()
+}
+
+// A source started long before the rest fills the map's buffer to its
+// capacity and waits there; the vertices started later drain it, and the
+// results are exact.
+func TestDistributedUpstreamFirst(t *testing.T) {
+	const n, capacity = 20_000, 2_000
+	d := newDistRun(t, n, 0)
+	d.env = []string{distEnvCap + "=" + strconv.Itoa(capacity)}
+	d.start("src")
+	nc, err := nats.Connect(d.srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	// Wait until the buffer holds its capacity: the source is waiting.
+	held := func() (n uint64) {
+		for p := range 2 {
+			n += streamMsgs(t, nc, fmt.Sprintf("dist__assign-%d", p))
+		}
+		return n
+	}
+	deadline := time.Now().Add(time.Minute)
+	for held() < capacity {
+		if time.Now().After(deadline) {
+			t.Fatalf("the map's buffer holds %d messages after a minute, want %d", held(), capacity)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A batch per partition may be on its way when the limit is reached;
+	// nothing more.
+	if h := held(); h > capacity+2*100 {
+		t.Fatalf("the map's buffer holds %d messages with no reader, its capacity is %d", h, capacity)
+	}
+	for _, r := range []string{"count,out,late", "assign:0", "assign:1"} {
+		d.start(r)
+	}
+	d.wait(3 * time.Minute)
+	d.check()
+}
+
+// streamMsgs is how many messages stream holds (0 before it exists).
+func streamMsgs(t *testing.T, nc *nats.Conn, stream string) uint64 {
+	js, err := natsjs.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return 0
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0
+	}
+	return info.State.Msgs
 }

@@ -65,7 +65,7 @@ func addMap[In, Out any](p *Pipeline, name string, in Stream[In], fn forwarder.A
 		return err
 	}
 	n.run = func(rt *runtime, n *node, r int) error {
-		return forwarder.RunResumedMap(rt.hard, rt.readStop(), rt.replicaConfig(n, r), readerInput[In](rt, n, r), edgesFor[Out](n), fn, res)
+		return forwarder.RunResumedMap(rt.hard, rt.readStop(n), rt.replicaConfig(n, r), readerInput[In](rt, n, r), edgesFor[Out](n), fn, res)
 	}
 	return streamOf[Out](p, n)
 }
@@ -92,7 +92,7 @@ func KeyBy[T any](p *Pipeline, name string, in Stream[T], keys func(v T) []strin
 func MapStream[In, Out any](p *Pipeline, name string, in Stream[In], fn vertex.MapStreamFunc[In, Out], opts ...vertex.Option) Stream[Out] {
 	n := addReader[In](p, name, kindMap, in, opts, fn == nil)
 	n.run = func(rt *runtime, n *node, r int) error {
-		return forwarder.RunMapStream(rt.hard, rt.readStop(), rt.replicaConfig(n, r), readerInput[In](rt, n, r), edgesFor[Out](n), fn)
+		return forwarder.RunMapStream(rt.hard, rt.readStop(n), rt.replicaConfig(n, r), readerInput[In](rt, n, r), edgesFor[Out](n), fn)
 	}
 	return streamOf[Out](p, n)
 }
@@ -101,7 +101,7 @@ func MapStream[In, Out any](p *Pipeline, name string, in Stream[In], fn vertex.M
 func BatchMap[In, Out any](p *Pipeline, name string, in Stream[In], fn vertex.BatchMapFunc[In, Out], opts ...vertex.Option) Stream[Out] {
 	n := addReader[In](p, name, kindMap, in, opts, fn == nil)
 	n.run = func(rt *runtime, n *node, r int) error {
-		return forwarder.RunBatchMap(rt.hard, rt.readStop(), rt.replicaConfig(n, r), readerInput[In](rt, n, r), edgesFor[Out](n), fn)
+		return forwarder.RunBatchMap(rt.hard, rt.readStop(n), rt.replicaConfig(n, r), readerInput[In](rt, n, r), edgesFor[Out](n), fn)
 	}
 	return streamOf[Out](p, n)
 }
@@ -136,7 +136,7 @@ func addSink[T any](p *Pipeline, name string, in Stream[T], sink, fallback verte
 		return validate(fallback)
 	}
 	n.run = func(rt *runtime, n *node, r int) error {
-		return forwarder.RunSink(rt.hard, rt.readStop(), rt.replicaConfig(n, r), readerInput[T](rt, n, r), sink, fallback)
+		return forwarder.RunSink(rt.hard, rt.readStop(n), rt.replicaConfig(n, r), readerInput[T](rt, n, r), sink, fallback)
 	}
 }
 

@@ -57,6 +57,14 @@
 // existed) stops Run before any vertex starts, with a [*WindowingError] or
 // a [*ReduceLogError] naming its directory.
 //
+// Any other [Storage] opens its buffers as bytes, which the pipeline
+// encodes the same way: pipeline/jsstorage keeps them in NATS JetStream
+// streams, source state and the run in JetStream KV, watermarks in
+// JetStream KV and reduce logs on the local disk, so that one pipeline
+// runs over several processes, each running the vertices and replicas
+// [Only] and [Replicas] choose (see subset.go for what starts, stops and
+// ends where).
+//
 // # Delivery guarantees
 //
 // runnel delivers at least once: every message a source hands over reaches

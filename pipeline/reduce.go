@@ -109,7 +109,7 @@ func addReduce[In, S, Out any](p *Pipeline, name string, in Stream[In], w vertex
 			}()
 			spec.Log = &forwarder.ReduceLog[In]{WALs: wals, Codec: valueCodec[In](&rt.cfg), SessionIDs: &logs.ids, EmitOnStop: rt.cfg.emitOnStop}
 		}
-		return forwarder.RunReduce(rt.hard, rt.readStop(), rt.replicaConfig(n, r), readerInput[In](rt, n, r), edgesFor[vertex.Windowed[Out]](n), spec)
+		return forwarder.RunReduce(rt.hard, rt.readStop(n), rt.replicaConfig(n, r), readerInput[In](rt, n, r), edgesFor[vertex.Windowed[Out]](n), spec)
 	}
 	late := streamOf[In](p, n)
 	late.parts[0].late = true

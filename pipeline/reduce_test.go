@@ -84,35 +84,15 @@ func TestReduceValidationNamesTheVertex(t *testing.T) {
 // directory (one per partition), and its results equal those on memory
 // storage: every window closed by the end of stream, each once.
 func TestReduceOnDurableStorage(t *testing.T) {
-	run := func(opts ...Option) map[string]int64 {
-		p := New("v", opts...)
-		items := make([]vertex.Message[int], 100)
-		for i := range items {
-			items[i] = vertex.Message[int]{Keys: []string{strconv.Itoa(i % 3)}, EventTime: time.Unix(int64(i/10), 0), Value: i}
-		}
-		s := Source(p, "src", vertex.FromMessages(items))
-		res, _ := Reduce(p, "windowed", s, vertex.Fixed(2*time.Second), vertex.Counting[int](), vertex.Replicas(2))
-		var mu sync.Mutex
-		got := map[string]int64{}
-		Sink(p, "out", res, vertex.Func(func(_ context.Context, msgs []vertex.Message[vertex.Windowed[int64]]) error {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, m := range msgs {
-				k := m.Value.Window.Start.Format(time.TimeOnly) + "/" + strings.Join(m.Value.Keys, ",")
-				if _, dup := got[k]; dup {
-					t.Errorf("window %s emitted twice", k)
-				}
-				got[k] = m.Value.Value
-			}
-			return nil
-		}))
-		if err := p.Run(context.Background()); err != nil {
+	run := func(st Storage) map[string]int64 {
+		got, err := windowCounts(t, st)
+		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
 		return got
 	}
 	dir := t.TempDir()
-	durable, memory := run(WithStorage(MMap(dir))), run()
+	durable, memory := run(MMap(dir)), run(Memory())
 	if len(memory) != 5*3 || !maps.Equal(durable, memory) {
 		t.Fatalf("durable results %v, memory %v (want 15 windows and keys, equal)", durable, memory)
 	}

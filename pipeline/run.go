@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -24,6 +25,11 @@ type runtime struct {
 
 	softCancel, hardCancel context.CancelFunc
 	run                    string // this run's id, in end-of-stream messages
+
+	// stops are the read stops of the vertices on shared storage, and
+	// replicaDone counts their replicas down (stopInOrder).
+	stops       map[*node]context.Context
+	replicaDone func(n *node)
 
 	mu    sync.Mutex
 	first error
@@ -65,16 +71,69 @@ func (rt *runtime) replicaConfig(n *node, r int) forwarder.Config {
 	return c
 }
 
-// readStop is the context whose end stops the readers (map, reduce and sink
-// replicas) without ending their output. On storage one process owns they
-// stop only when the pipeline fails (rt.hard): a cancelled run drains by
-// the sources' ends of stream. On shared storage they stop when ctx ends
-// (rt.soft), as the sources then end nothing (subset.go).
-func (rt *runtime) readStop() context.Context {
-	if rt.cfg.storage.Shared() {
-		return rt.soft
+// readStop is the context whose end stops n's readers (map, reduce and
+// sink replicas) without ending their output. On storage one process owns
+// they stop only when the pipeline fails (rt.hard): a cancelled run drains
+// by the sources' ends of stream. On shared storage they stop once ctx
+// ended and every vertex upstream of n that runs in this process has
+// stopped (subset.go): what this process's vertices had read goes on
+// through its other vertices, and none of them is left writing into a
+// full buffer whose reader stopped.
+func (rt *runtime) readStop(n *node) context.Context {
+	if ctx := rt.stops[n]; ctx != nil {
+		return ctx
 	}
 	return rt.hard
+}
+
+// stopInOrder makes the read stops of every vertex this process runs on
+// shared storage (readStop), and returns a function that waits for their
+// goroutines once every replica has ended.
+func (p *Pipeline) stopInOrder(rt *runtime) (wait func()) {
+	if !rt.cfg.storage.Shared() {
+		return func() {}
+	}
+	rt.stops = map[*node]context.Context{}
+	done := map[*node]chan struct{}{}
+	left := map[*node]*atomic.Int32{}
+	for _, n := range p.nodes {
+		if c := rt.cfg.sub.replicasOf(n); c > 0 {
+			done[n], left[n] = make(chan struct{}), new(atomic.Int32)
+			left[n].Store(int32(c))
+		}
+	}
+	rt.replicaDone = func(n *node) {
+		if left[n].Add(-1) == 0 {
+			close(done[n])
+		}
+	}
+	var wg sync.WaitGroup
+	ended := make(chan struct{})
+	for _, n := range p.nodes {
+		if done[n] == nil || n.kind == kindSource {
+			continue
+		}
+		ctx, cancel := context.WithCancel(rt.hard)
+		rt.stops[n] = ctx
+		wg.Go(func() {
+			defer cancel()
+			select {
+			case <-rt.soft.Done():
+			case <-ended:
+				return
+			}
+			for _, part := range n.ins {
+				if ch := done[part.from]; ch != nil {
+					select {
+					case <-ch:
+					case <-ended:
+						return
+					}
+				}
+			}
+		})
+	}
+	return func() { close(ended); wg.Wait() }
 }
 
 // Run validates the pipeline, opens its buffers and runs every replica of
@@ -289,12 +348,17 @@ func (p *Pipeline) closeBuffers() error {
 // the vertices run in different processes.
 func (p *Pipeline) start(ctx context.Context, rt *runtime) {
 	var replicas sync.WaitGroup
+	waitStops := p.stopInOrder(rt)
+	defer waitStops()
 	for _, n := range p.nodes {
 		for r := range n.cfg.Replicas {
 			if !rt.cfg.sub.runs(n, r) {
 				continue
 			}
 			replicas.Go(func() {
+				if rt.replicaDone != nil {
+					defer rt.replicaDone(n)
+				}
 				if err := n.run(rt, n, r); err != nil {
 					rt.fail(err)
 					return

@@ -291,18 +291,19 @@ func openTopicBackend[T any](c *config, spec BufferSpec) (*isb.Topic[vertex.Mess
 		backend, name = b, spec.Pipeline+"-"+spec.Vertex
 	case *mmapStorage:
 		b, err := mmap.New[vertex.Message[T]](filepath.Join(s.dir, spec.Pipeline),
-			s.bufferOptions(mmap.WithCodec(envelope.Codec(valueCodec[T](c))))...)
+			s.bufferOptions(mmap.WithCodec(envelopeOf[T](c)))...)
 		if err != nil {
 			return nil, nil, err
 		}
 		backend = b
 	default:
-		spec.Codec = envelope.Codec(valueCodec[T](c)).Name()
+		cd := envelopeOf[T](c)
+		spec.Codec = cd.Name()
 		b, err := c.storage.OpenBuffer(spec)
 		if err != nil {
 			return nil, nil, err
 		}
-		enc := newEncodedBackend(b, envelope.Codec(valueCodec[T](c)))
+		enc := newEncodedBackend(b, cd)
 		caps, err := enc.Open(name, spec.Partitions) // NewTopic's Open returns the same
 		if err != nil {
 			return nil, nil, errors.Join(err, b.Close())
@@ -320,6 +321,12 @@ func openTopicBackend[T any](c *config, spec BufferSpec) (*isb.Topic[vertex.Mess
 		return nil, nil, errors.Join(err, backend.Close())
 	}
 	return t, backend, nil
+}
+
+// envelopeOf is the encoding of messages of T in durable buffers: the
+// envelope around the value codec.
+func envelopeOf[T any](c *config) codec.Codec[vertex.Message[T]] {
+	return envelope.Codec(valueCodec[T](c))
 }
 
 // valueCodec is the codec WithCodec set for T, or JSON.

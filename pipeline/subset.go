@@ -217,3 +217,18 @@ func (s *subset) writesTo(n *node) bool {
 	}
 	return false
 }
+
+// replicasOf is how many replicas of n this process runs.
+func (s *subset) replicasOf(n *node) int {
+	if s == nil {
+		return n.cfg.Replicas
+	}
+	reps, ok := s.only[n.name]
+	switch {
+	case !ok:
+		return 0
+	case reps == nil:
+		return n.cfg.Replicas
+	}
+	return len(reps)
+}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -213,7 +214,8 @@ func newVertexWatermarks(rt *runtime, store watermark.Store, pipeline string, n 
 		}
 		f, err := watermark.NewFetcher(store, watermark.FetcherConfig{
 			Edges: edges, Processors: procs, Partitions: n.in.assigned(r), HeartbeatTimeout: c.HeartbeatTimeout,
-			Clock: c.Clock, Logger: rt.log.With(zap.String("vertex", n.name), zap.Int("replica", r)),
+			Accept: rt.ofThisRun,
+			Clock:  c.Clock, Logger: rt.log.With(zap.String("vertex", n.name), zap.Int("replica", r)),
 			// A watch the store could not keep up (a deleted bucket, a
 			// closed connection, a permission) leaves the vertex's
 			// watermark frozen: fail the run with it rather than go on
@@ -239,6 +241,12 @@ func (rt *runtime) processor(vertex string, r int) (string, error) {
 		return "", err
 	}
 	return name + "/" + rt.run, nil
+}
+
+// ofThisRun reports whether a watermark processor is of this run (see
+// processor): the fetchers of storage one process owns ignore the others.
+func (rt *runtime) ofThisRun(processor string) bool {
+	return strings.HasSuffix(processor, "/"+rt.run)
 }
 
 // watermarkStopTimeout bounds how long the end of a run waits for the

@@ -58,6 +58,12 @@ type FetcherConfig struct {
 	// rather than going on with watermarks that never move. It must not
 	// block or call Stop.
 	OnFailure func(error)
+	// Accept, when not nil and not in strict mode, is asked about every
+	// processor the store holds: one it refuses is ignored (and logged
+	// once). A pipeline accepts only the processors of its own run, so a
+	// store that outlives runs, or that two processes running the same
+	// pipeline on storage each owns share, never mixes their watermarks.
+	Accept func(processor string) bool
 	// Processors, when not nil, turns on strict mode (see
 	// fetcher_strict.go): per edge bucket of Edges, the names
 	// ([ProcessorName]) of every processor that writes to that edge, that
@@ -104,6 +110,7 @@ type fetcherConfig struct {
 	// expected[i] are the processors of edges[i] in strict mode, sorted;
 	// nil when not strict.
 	expected [][]string
+	accept   func(string) bool // FetcherConfig.Accept
 }
 
 func (c FetcherConfig) validate() (fetcherConfig, error) {
@@ -114,6 +121,7 @@ func (c FetcherConfig) validate() (fetcherConfig, error) {
 		clock:       c.Clock.orNow(),
 		log:         c.Logger,
 		onFailure:   c.OnFailure,
+		accept:      c.Accept,
 	}
 	if cfg.log == nil {
 		cfg.log = zap.NewNop()

@@ -52,22 +52,24 @@ func (c FetcherConfig) validateProcessors(cfg *fetcherConfig) error {
 	return nil
 }
 
-// expects reports whether proc counts on edge: always when not strict; in
-// strict mode when it is expected. A processor not expected is recorded and
+// expects reports whether proc counts on edge: when not strict, unless
+// Accept refuses it; in strict mode when it is expected. A processor not expected is recorded and
 // logged the first time. f.mu must be held.
 func (f *Fetcher) expects(edge int, proc string) bool {
-	if f.cfg.expected == nil {
+	switch {
+	case f.cfg.expected == nil && (f.cfg.accept == nil || f.cfg.accept(proc)):
 		return true
-	}
-	if _, ok := slices.BinarySearch(f.cfg.expected[edge], proc); ok {
-		return true
+	case f.cfg.expected != nil:
+		if _, ok := slices.BinarySearch(f.cfg.expected[edge], proc); ok {
+			return true
+		}
 	}
 	e := f.edges[edge]
 	if i, found := slices.BinarySearch(e.ignored, proc); !found {
 		e.ignored = slices.Insert(e.ignored, i, proc)
 		f.cfg.log.Warn("watermark: ignoring a processor the edge does not expect (another run's, or a replica no longer run)",
 			zap.String("bucket", f.cfg.edges[edge]), zap.String("processor", proc),
-			zap.Strings("expected", f.cfg.expected[edge]))
+			zap.Strings("expected", f.expectedOf(edge)))
 	}
 	return false
 }
@@ -114,4 +116,12 @@ func (f *Fetcher) Ignored(edge string) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.edges[i].ignored)
+}
+
+// expectedOf is the expected processors of edge (none when not strict).
+func (f *Fetcher) expectedOf(edge int) []string {
+	if f.cfg.expected == nil {
+		return nil
+	}
+	return f.cfg.expected[edge]
 }

@@ -27,6 +27,13 @@ func plainByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-'
 }
 
+// EscapeName maps s into letters, digits, '-' and '_' escapes, as the
+// backend names its streams, keys and buckets: valid in all of them, and
+// never holding "__" (a '_' is always followed by two hex digits), so a
+// caller can end a part of a name with "__" unambiguously
+// (pipeline/jsstorage does).
+func EscapeName(s string) string { return escape(s) }
+
 // escape maps s into letters, digits, '-' and '_' escapes.
 func escape(s string) string {
 	var b strings.Builder

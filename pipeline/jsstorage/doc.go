@@ -24,7 +24,7 @@
 //	bucket {P}__isb, {P}__isb-claims  the buffers' group commits and claims (isb/jetstream)
 //	bucket {P}__state               key source.{vertex}: a resumable source's state
 //	                                key run: the run record (run.go)
-//	bucket {P}__{watermark bucket}  the watermark store's buckets (watermark/jskv)
+//	bucket wm_{len}_{P}_...         the watermark buckets, one per edge (watermark.EdgeBucket names them after the pipeline)
 //
 // A buffer's streams record the envelope codec of its messages (the
 // pipeline's BufferSpec.Codec) as their runnel.codec, so a pipeline
@@ -33,12 +33,15 @@
 //
 // # Capacity
 //
-// A vertex's BufferCapacity c over n partitions becomes each partition
-// stream's MaxMsgs, ceil(c/n): the stream never holds more, and producers
-// see the buffer full at UsageLimit of it (80% by default; pass
-// jetstream.UsageLimit(1) in BufferOptions to let producers fill it). The
-// capacity wins over a MaxMsgs given in BufferOptions; a capacity of 0 is
-// unbounded (MaxMsgs the largest int64). A stream keeps the MaxMsgs it was
+// A vertex's BufferCapacity c over n partitions bounds what each
+// partition holds uncommitted by its slowest group to ceil(c/n): that is
+// isb/jetstream's usage limit, where producers see the buffer full. The
+// stream's own MaxMsgs is 4 ceil(c/n), room for messages every group
+// committed that a writer still holds to find again after a crash (see
+// retainFactor), and for writers of several processes that each know the
+// usage as of their last look. The capacity wins over a MaxMsgs and a
+// UsageLimit given in BufferOptions; a capacity of 0 is unbounded (MaxMsgs
+// the largest int64). A stream keeps the MaxMsgs it was
 // created with: a changed BufferCapacity is refused as a mismatch, as a
 // changed partition count is.
 //

@@ -2,7 +2,8 @@ package jsstorage
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/runnel-dev/runnel/isb/jetstream"
 )
 
 // Names in the server (the table of the package doc). Pipeline and vertex
@@ -15,22 +16,8 @@ import (
 // stream is "KV_{bucket}".
 const maxStreamLen = 255
 
-func plainByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-'
-}
-
-// escape maps s into letters, digits, '-' and '_' escapes.
-func escape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; plainByte(c) {
-			b.WriteByte(c)
-		} else {
-			fmt.Fprintf(&b, "_%02X", c)
-		}
-	}
-	return b.String()
-}
+// escape is isb/jetstream's escape, so names of both agree.
+func escape(s string) string { return jetstream.EscapeName(s) }
 
 // pipelineBase is the start of every name of pipeline p: "{escaped p}__".
 func pipelineBase(p string) (string, error) {

@@ -103,17 +103,29 @@ func (s *Storage) OpenBuffer(spec pipeline.BufferSpec) (isb.Backend[[]byte], err
 	if spec.Capacity < 0 {
 		return nil, optErr("BufferCapacity", spec.Capacity, "must be 0 (unbounded) or positive")
 	}
-	maxMsgs := int64(math.MaxInt64)
-	if spec.Capacity > 0 {
-		maxMsgs = (spec.Capacity + int64(spec.Partitions) - 1) / int64(spec.Partitions)
-	}
 	opts := append(slices.Clip(s.cfg.buffer),
 		jetstream.Prefix(base),
 		jetstream.Bucket(commits),
-		jetstream.WithCodec[[]byte](namedBytes(spec.Codec)),
-		jetstream.MaxMsgs(maxMsgs))
+		jetstream.WithCodec[[]byte](namedBytes(spec.Codec)))
+	if spec.Capacity > 0 {
+		perPart := (spec.Capacity + int64(spec.Partitions) - 1) / int64(spec.Partitions)
+		opts = append(opts, jetstream.MaxMsgs(perPart*retainFactor), jetstream.UsageLimit(1.0/retainFactor))
+	} else {
+		opts = append(opts, jetstream.MaxMsgs(math.MaxInt64))
+	}
 	return jetstream.New[[]byte](s.nc, opts...)
 }
+
+// retainFactor is how many times a partition's share of the capacity its
+// stream may retain. The capacity bounds what is uncommitted (the usage
+// limit, where producers see the buffer full); a stream also retains
+// messages every group committed while a writer holds them to find again
+// after a crash (isb.Topic.Retain: a resumable source holds what it wrote
+// since its last saved position, up to 20ms of writes). A stream limit
+// equal to the capacity filled with such held messages and refused every
+// append (DiscardNew) with nothing uncommitted: a BufferCapacity(2000)
+// pipeline stopped for good after its first 2000 messages.
+const retainFactor = 4
 
 // namedBytes is codec.Bytes() under the name of the codec that encoded the
 // bytes: isb/jetstream records a codec's name in each stream and refuses a
@@ -139,13 +151,12 @@ func (s *Storage) ReduceLog(p, vertex string) (string, error) {
 	return filepath.Join(s.cfg.reduceLogDir, p+".wal", vertex), nil
 }
 
-// Watermarks returns the pipeline's watermark store: the storage's
-// watermark/jskv store with every bucket named {P}__{bucket}, so that
-// pipelines with vertices of the same names keep apart.
+// Watermarks returns the storage's watermark/jskv store. The pipeline
+// names its buckets after itself (watermark.EdgeBucket), so pipelines
+// with vertices of the same names keep apart on one server.
 func (s *Storage) Watermarks(p string) (watermark.Store, error) {
-	base, err := pipelineBase(p)
-	if err != nil {
+	if _, err := pipelineBase(p); err != nil {
 		return nil, err
 	}
-	return prefixedStore{store: s.wm, prefix: base}, nil
+	return s.wm, nil
 }

@@ -157,8 +157,8 @@ func TestOpenBufferStreams(t *testing.T) {
 	if err := open(pipeline.BufferSpec{Pipeline: "p2", Vertex: "sum", Partitions: 1, Codec: "envelope/msgpack"}); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string][2]any{"p1__sum-0": {int64(4), "envelope/json"}, "p1__sum-1": {int64(4), "envelope/json"},
-		"p1__sum-2": {int64(4), "envelope/json"}, "p2__sum-0": {int64(math.MaxInt64), "envelope/msgpack"}}
+	want := map[string][2]any{"p1__sum-0": {int64(16), "envelope/json"}, "p1__sum-1": {int64(16), "envelope/json"},
+		"p1__sum-2": {int64(16), "envelope/json"}, "p2__sum-0": {int64(math.MaxInt64), "envelope/msgpack"}}
 	for name, w := range want {
 		s, err := js.Stream(context.Background(), name)
 		if err != nil {
