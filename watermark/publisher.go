@@ -197,7 +197,9 @@ func (p *Publisher) Stop(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	for _, e := range p.order {
-		if err := p.store.Delete(ctx, e.bucket, heartbeatKey(p.cfg.processor)); err != nil {
+		if err := retryUntil(ctx, func(ctx context.Context) error {
+			return p.store.Delete(ctx, e.bucket, heartbeatKey(p.cfg.processor))
+		}); err != nil {
 			errs = append(errs, fmt.Errorf("watermark: deleting heartbeat of %q from bucket %q: %w", p.cfg.processor, e.bucket, err))
 		}
 	}

@@ -109,7 +109,38 @@ func (p *Publisher) heartbeat(ctx context.Context) error {
 // those WMBs stay pending). It waits for a round of the goroutine that is
 // under way, so after Flush returns nil everything published before it is
 // in the store.
-func (p *Publisher) Flush(ctx context.Context) error { return p.drain(ctx, true, false) }
+func (p *Publisher) Flush(ctx context.Context) error {
+	return retryUntil(ctx, func(ctx context.Context) error { return p.drain(ctx, true, false) })
+}
+
+// attemptTimeout bounds one attempt of retryUntil: a put or delete made
+// while the connection was down, whose answer was lost in the reconnect,
+// would otherwise wait out the caller's whole context (TestStopWaitsForFinalWMB
+// failed so, under load, with a minute to spare).
+const attemptTimeout = 5 * time.Second
+
+// retryUntil calls f with a context of at most attemptTimeout until it
+// succeeds or ctx ends, pausing from retryMin to retryMax between
+// attempts; it returns the last error.
+func retryUntil(ctx context.Context, f func(context.Context) error) error {
+	backoff := retryMin
+	for {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		err := f(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		backoff = min(2*backoff, retryMax)
+	}
+}
 
 // drain puts the pending WMBs: every one when all is set, else only the
 // due ones (not kept by the throttle). With stopAtFirst it gives up at the
