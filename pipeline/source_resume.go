@@ -205,6 +205,16 @@ func (b *inputBuffer[T]) readBack(log *zap.Logger, start []int64, prepare func([
 				off++
 				continue
 			}
+			if h := l.Head(); errors.Is(err, isb.ErrOutOfRange) && h > off {
+				// On shared storage another process's reader may release
+				// what this scan had not reached yet: what is gone is
+				// committed by every group, and held by no writer (stored
+				// holds, isb.Topic.Retain), so no writer needs it back.
+				log.Debug("records released while being read back", zap.String("buffer", b.group),
+					zap.Int("partition", p), zap.Int64("from", off), zap.Int64("head", h))
+				off = h
+				continue
+			}
 			if err != nil {
 				return fmt.Errorf("partition %d offset %d: %w", p, off, err)
 			}
