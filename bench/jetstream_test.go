@@ -31,7 +31,7 @@ const rawPublishOutstanding = 4096
 // buffer and the sink's), so the raw loop stores half of what the pipeline
 // stores: it is the floor of one hop, not of the whole pipeline.
 //
-//	cd bench && go test -run '^$' -bench JetStreamPipeline -benchtime 100000x -count 5
+//	cd bench && go test -run '^$' -bench JetStreamPipeline -benchtime 200000x -count 5
 func BenchmarkJetStreamPipeline(b *testing.B) {
 	rawInt64, err := codec.Raw[int64]()
 	if err != nil {
