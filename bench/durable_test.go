@@ -45,14 +45,14 @@ func BenchmarkDurable(b *testing.B) {
 	// The map writes each of its Concurrency (4) chunks of a batch on its
 	// own, each a flush under Immediate: one chunk per batch shows the cost.
 	b.Run("mmap-immediate-conc1", func(b *testing.B) {
-		benchRunnelMap(b, []vertex.Option{vertex.Concurrency(1)}, pipeline.WithStorage(pipeline.MMap(b.TempDir())), pipeline.WithCodec(rawInt64))
+		benchRunnelMap(b, "bench", []vertex.Option{vertex.Concurrency(1)}, pipeline.WithStorage(pipeline.MMap(b.TempDir())), pipeline.WithCodec(rawInt64))
 	})
 	// The map holds MaxInFlight (default 4 batches) messages from its read
 	// to its ack, which on durable storage comes after the flush of its
 	// outputs: twice the in-flight bound shows how much of the flush
 	// latency that bound leaves uncovered.
 	b.Run("mmap-immediate-inflight8x", func(b *testing.B) {
-		benchRunnelMap(b, []vertex.Option{vertex.MaxInFlight(8 * defaultBatchSize)}, pipeline.WithStorage(pipeline.MMap(b.TempDir())), pipeline.WithCodec(rawInt64))
+		benchRunnelMap(b, "bench", []vertex.Option{vertex.MaxInFlight(8 * defaultBatchSize)}, pipeline.WithStorage(pipeline.MMap(b.TempDir())), pipeline.WithCodec(rawInt64))
 	})
 	// Commits are persisted every defaultCommitInterval (20 ms): a
 	// checkpoint with two fsyncs per buffer, which share the disk with
@@ -104,9 +104,11 @@ func rawWrite(b *testing.B, size, batch int) {
 }
 
 // benchRunnelMap runs generator -> map(identity) -> sink(blackhole) for
-// b.N messages in a runnel pipeline with opts, the map with mapOpts.
-func benchRunnelMap(b *testing.B, mapOpts []vertex.Option, opts ...pipeline.Option) {
-	p := pipeline.New("bench", opts...)
+// b.N messages in a runnel pipeline named name with opts, the map with
+// mapOpts (a name of its own per run keeps storage that outlives the run,
+// JetStream, from resuming an earlier one).
+func benchRunnelMap(b *testing.B, name string, mapOpts []vertex.Option, opts ...pipeline.Option) {
+	p := pipeline.New(name, opts...)
 	gen := pipeline.Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }).WithCount(int64(b.N)))
 	mapped := pipeline.Map(p, "identity", gen, identity, mapOpts...)
 	sink := vertex.Blackhole[int64]()

@@ -41,7 +41,7 @@ func BenchmarkJetStreamPipeline(b *testing.B) {
 	// (file store in a temporary directory, 127.0.0.1, a random port).
 	srv := natstest.Start(b)
 	b.Run("storage=mmap", func(b *testing.B) {
-		benchNamed(b, "bench", pipeline.WithStorage(pipeline.MMap(b.TempDir())), pipeline.WithCodec(rawInt64))
+		benchRunnelMap(b, "bench", nil, pipeline.WithStorage(pipeline.MMap(b.TempDir())), pipeline.WithCodec(rawInt64))
 	})
 	// Every call (b.N = 1 first, then the real one) runs a pipeline of its
 	// own name: the same name would find the first run's source state and
@@ -54,7 +54,7 @@ func BenchmarkJetStreamPipeline(b *testing.B) {
 			b.Fatal(err)
 		}
 		name := "bench-" + strconv.FormatInt(runs.Add(1), 10)
-		benchNamed(b, name, pipeline.WithStorage(st), pipeline.WithCodec(rawInt64))
+		benchRunnelMap(b, name, nil, pipeline.WithStorage(st), pipeline.WithCodec(rawInt64))
 	})
 	// The payload is a generator message's envelope, what the storage
 	// publishes per message.
@@ -100,22 +100,3 @@ func BenchmarkJetStreamPipeline(b *testing.B) {
 	})
 }
 
-// benchNamed runs generator -> map(identity) -> sink(blackhole) for b.N
-// messages in a pipeline called name with opts.
-func benchNamed(b *testing.B, name string, opts ...pipeline.Option) {
-	p := pipeline.New(name, opts...)
-	gen := pipeline.Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }).WithCount(int64(b.N)))
-	mapped := pipeline.Map(p, "identity", gen, identity)
-	sink := vertex.Blackhole[int64]()
-	pipeline.Sink(p, "sink", mapped, sink)
-	b.ReportAllocs()
-	b.ResetTimer()
-	start := time.Now()
-	if err := p.Run(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	report(b, start)
-	if sink.Count() != int64(b.N) {
-		b.Fatalf("sink got %d, want %d", sink.Count(), b.N)
-	}
-}

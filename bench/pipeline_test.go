@@ -124,7 +124,7 @@ func BenchmarkPipeline(b *testing.B) {
 
 // benchRunnel runs generator -> map(identity) -> sink(blackhole) for b.N
 // messages in a runnel pipeline with opts.
-func benchRunnel(b *testing.B, opts ...pipeline.Option) { benchRunnelMap(b, nil, opts...) }
+func benchRunnel(b *testing.B, opts ...pipeline.Option) { benchRunnelMap(b, "bench", nil, opts...) }
 
 // countSink is a go-streams sink counting what it receives; unlike
 // extension.IgnoreSink, its AwaitCompletion waits for the last element, so
