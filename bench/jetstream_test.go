@@ -99,4 +99,3 @@ func BenchmarkJetStreamPipeline(b *testing.B) {
 		}
 	})
 }
-
