@@ -121,7 +121,7 @@ func distChild() int {
 	}
 	defer out.f.Close()
 	late, err := newDistFileSink(filepath.Join(dir, "late.txt"), func(m vertex.Message[int64]) string {
-		return fmt.Sprintf("%d %d", m.Value, os.Getpid())
+		return fmt.Sprintf("%d %d wm=%s end=%s keys=%v", m.Value, os.Getpid(), m.Headers[vertex.LateWatermarkHeader], m.Headers[vertex.LateWindowEndHeader], m.Keys)
 	})
 	if err != nil {
 		return childFail("%v", err)
