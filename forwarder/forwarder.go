@@ -84,8 +84,9 @@ func exhausted(ctx context.Context, cfg Config, id string, attempts int, err err
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	cfg.Counters.NoteError(err)
 	if cfg.Options.Retry.OnExhausted == vertex.DropMessage {
-		cfg.Counters.dropped.Add(1)
+		cfg.Counters.drop(DropRetries, 1)
 		if cfg.Logger != nil {
 			cfg.Logger.Warn("message dropped after retries", zap.String("vertex", cfg.Vertex),
 				zap.Int("replica", cfg.Replica), zap.String("id", id), zap.Int("attempts", attempts), zap.Error(err))

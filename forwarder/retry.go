@@ -23,6 +23,7 @@ func retryAfter[R any](ctx context.Context, p vertex.RetryPolicy, c *Counters, e
 			return zero, attempt, fmt.Errorf("%w: %w", vertex.ErrRetriesExhausted, err)
 		}
 		c.retried.Add(1)
+		c.NoteError(err)
 		if serr := sleep(ctx, p.Backoff(attempt)); serr != nil {
 			return zero, attempt, serr
 		}

@@ -104,6 +104,11 @@ func (sw *sinkWorker[T]) deliver(ctx context.Context, pending []vertex.Message[T
 			return nil
 		}
 		cfg.Counters.retried.Add(int64(len(sw.retry)))
+		if err != nil {
+			cfg.Counters.NoteError(err)
+		} else {
+			cfg.Counters.NoteError(fmt.Errorf("sink answered %s for %d of %d messages", vertex.ResultRetry, len(sw.retry), len(pending)))
+		}
 		if err := sleep(ctx, cfg.Options.Retry.Backoff(attempt)); err != nil {
 			return err
 		}

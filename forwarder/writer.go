@@ -23,6 +23,8 @@ type Edge[T any] struct {
 	// ByKey routes by a stable hash of the message keys; otherwise each
 	// write goes to the next partition in turn.
 	ByKey bool
+	// Counters, when not nil, count what the edge wrote and discarded.
+	Counters *EdgeCounters
 }
 
 // Writer writes a replica's outputs to its outgoing edges. It is safe for
@@ -149,7 +151,7 @@ func (w *Writer[T]) Complete(buf *WriteBuffer[T]) error {
 		if err := s.pending.Wait(); err != nil {
 			return err
 		}
-		w.wrote(s.n, s.n)
+		w.wrote(s.e, s.n, s.n)
 		w.publish(s.e, s.part, s.pending.Last(), buf.wm)
 	}
 	buf.staged = buf.staged[:0]
@@ -197,9 +199,9 @@ func (w *Writer[T]) write(ctx context.Context, msgs []vertex.Message[T], buf *Wr
 	if !w.anyCond && !drops {
 		return nil
 	}
-	if dropped := w.countUnrouted(msgs); dropped > 0 {
-		w.counters.dropped.Add(int64(dropped))
-	}
+	tagged, unrouted := w.countUnrouted(msgs)
+	w.counters.drop(DropTagged, tagged)
+	w.counters.drop(DropNoEdge, unrouted)
 	clear(buf.sel) // let the values be collected
 	return nil
 }
@@ -221,13 +223,13 @@ func scanTags[T any](msgs []vertex.Message[T]) (drops bool, err error) {
 	return drops, nil
 }
 
-// countUnrouted counts the messages of msgs that no edge carries.
-func (w *Writer[T]) countUnrouted(msgs []vertex.Message[T]) int {
-	n := 0
+// countUnrouted counts the messages of msgs that no edge carries: those
+// tagged vertex.DropTag, and the others no edge's condition matched.
+func (w *Writer[T]) countUnrouted(msgs []vertex.Message[T]) (tagged, unrouted int) {
 	for k := range msgs {
 		m := &msgs[k]
 		if m.HasTag(vertex.DropTag) {
-			n++
+			tagged++
 			continue
 		}
 		carried := false
@@ -238,10 +240,10 @@ func (w *Writer[T]) countUnrouted(msgs []vertex.Message[T]) int {
 			}
 		}
 		if !carried {
-			n++
+			unrouted++
 		}
 	}
-	return n
+	return tagged, unrouted
 }
 
 // watermark is the replica's watermark now (zero without one).

@@ -60,7 +60,7 @@ func (w *Writer[T]) produce(ctx context.Context, e *edgeWriter[T], p int, items 
 	} else if last, err = e.prod.ProduceTo(ctx, p, items); err != nil {
 		return err
 	}
-	w.wrote(len(items), written)
+	w.wrote(e, len(items), written)
 	if written > 0 {
 		w.publish(e, p, last, w.watermark())
 	}
@@ -100,7 +100,7 @@ func (w *Writer[T]) produceKeyed(ctx context.Context, e *edgeWriter[T], items []
 	} else if err := e.byKey.ProduceBatchLast(ctx, items, last); err != nil {
 		return err
 	}
-	w.wrote(len(items), written)
+	w.wrote(e, len(items), written)
 	wm := w.watermark()
 	for p, l := range last {
 		if l >= 0 {
@@ -110,11 +110,16 @@ func (w *Writer[T]) produceKeyed(ctx context.Context, e *edgeWriter[T], items []
 	return nil
 }
 
-// wrote counts written of n messages as written and the rest as dropped.
-func (w *Writer[T]) wrote(n, written int) {
+// wrote counts written of n messages to e as written and the rest as
+// discarded (dropped because e's buffer was full).
+func (w *Writer[T]) wrote(e *edgeWriter[T], n, written int) {
 	w.counters.written.Add(int64(written))
-	if n > written {
-		w.counters.dropped.Add(int64(n - written))
+	w.counters.drop(DropFull, n-written)
+	if c := e.Counters; c != nil {
+		c.written.Add(int64(written))
+		if n > written {
+			c.discarded.Add(int64(n - written))
+		}
 	}
 }
 
