@@ -168,6 +168,9 @@ func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) error {
 	p.ran = true
 	p.mu.Unlock()
 	cfg, err := p.validate()
+	p.mu.Lock()
+	p.resolved = true
+	p.mu.Unlock()
 	if err != nil {
 		return err
 	}
@@ -191,6 +194,9 @@ func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) error {
 		return err
 	}
 	rt := &runtime{cfg: cfg, log: cfg.logger.With(zap.String("pipeline", p.name)), run: run}
+	p.mu.Lock()
+	p.rt, p.run, p.storage, p.started = rt, run, cfg.storage.String(), time.Now()
+	p.mu.Unlock()
 	rt.soft, rt.softCancel = context.WithCancel(ctx)
 	// Writes and acks outlive ctx: a cancelled pipeline still drains.
 	rt.hard, rt.hardCancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -207,7 +213,9 @@ func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) error {
 		}
 		defer p.stopWatermarks(rt, p.watermarks())
 	}
+	stopRates := p.sampleRates()
 	p.start(ctx, rt)
+	stopRates()
 	err = errors.Join(rt.err(), p.close())
 	rt.log.Info("pipeline stopped", zap.Error(err))
 	return err
@@ -360,6 +368,7 @@ func (p *Pipeline) start(ctx context.Context, rt *runtime) {
 					defer rt.replicaDone(n)
 				}
 				if err := n.run(rt, n, r); err != nil {
+					n.obs.replicaFailed(r, err)
 					rt.fail(err)
 					return
 				}
@@ -471,7 +480,8 @@ func (p *Pipeline) close() error {
 			}
 			n.leases = nil
 			if n.in != nil {
-				n.final = n.in.pending()
+				n.final = n.in.state()
+				n.final.readers = nil // nothing reads a closed buffer
 				errs = append(errs, n.in.close())
 			}
 			for _, c := range n.closers {
