@@ -166,9 +166,9 @@ func edgesOf[T any](n *node, late bool) []forwarder.Edge[T] {
 		discard := e.to.cfg.DiscardWhenFull || e.discard
 		b := e.to.in.(*inputBuffer[T])
 		edges = append(edges, forwarder.Edge[T]{
-			To:      e.to.name,
-			Topic:   b.topic,
-			When:    e.when,
+			To:       e.to.name,
+			Topic:    b.topic,
+			When:     e.when,
 			Discard:  discard,
 			ByKey:    e.to.cfg.PartitionByKey,
 			Counters: e.counters,

@@ -15,10 +15,10 @@ type Status struct {
 	Pipeline string `json:"pipeline"`
 	// State is "new" before Run, "running" while it runs, "stopped" after.
 	State   string    `json:"state"`
-	Run     string    `json:"run,omitempty"`   // the run's identity (see Storage.JoinRun)
-	Storage string    `json:"storage"`         // the storage, as its String says
+	Run     string    `json:"run,omitempty"`    // the run's identity (see Storage.JoinRun)
+	Storage string    `json:"storage"`          // the storage, as its String says
 	Started time.Time `json:"started,omitzero"` // when Run started
-	Time    time.Time `json:"time"`            // when the snapshot was taken
+	Time    time.Time `json:"time"`             // when the snapshot was taken
 	// Vertices are in the order they were added; Edges in the order of
 	// their destinations, then of their origins in the destination's
 	// input.
