@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"testing"
 
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/pipeline"
@@ -173,7 +173,6 @@ func TestRegisterOnTheUsersRegistry(t *testing.T) {
 		t.Errorf("forwarder_data_read_total{vertex=in} = %v (found %v), want 1", got, ok)
 	}
 }
-
 
 // TestOptionErrors: every bad option is an *isb.OptionError naming it.
 func TestOptionErrors(t *testing.T) {
