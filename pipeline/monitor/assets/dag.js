@@ -4,7 +4,7 @@
 "use strict";
 
 const SVG = "http://www.w3.org/2000/svg";
-const BOX_W = 220, BOX_H = 112, COL_GAP = 130, ROW_GAP = 36, PAD = 24;
+const BOX_W = 230, BOX_H = 128, COL_GAP = 130, ROW_GAP = 36, PAD = 24;
 const refresh = Number(document.body.dataset.refresh) || 1000;
 // watermark.Max, the watermark of an ended stream, is in the year 2262.
 const MAX_YEAR = 2262;
@@ -42,7 +42,7 @@ function watermark(wm, now) {
   const t = new Date(wm);
   if (t.getUTCFullYear() >= MAX_YEAR) return { text: "wm ended", lag: "" };
   const lag = (now - t) / 1000;
-  return { text: "wm " + t.toISOString().slice(11, 23), lag: "lag " + duration(Math.max(lag, 0)) };
+  return { text: "wm " + t.toISOString().slice(11, 23) + "Z", lag: "lag " + duration(Math.max(lag, 0)) };
 }
 
 // quantile estimates a quantile from a histogram's buckets, as
@@ -137,22 +137,19 @@ function drawVertex(svg, v, p, now) {
   g.appendChild(el("rect", { width: BOX_W, height: BOX_H }));
   g.appendChild(el("text", { class: "name", x: 10, y: 19 }, v.name));
   g.appendChild(el("text", { class: "kind", x: BOX_W - 10, y: 18, "text-anchor": "end" }, `${v.kind} ×${v.replicas}`));
-  g.appendChild(el("text", { class: "rate", x: 10, y: 41 }, count(v.rate["1m"]) + " msg/s"));
-  g.appendChild(el("text", { class: "kind", x: BOX_W - 10, y: 40, "text-anchor": "end" },
-    `5m ${count(v.rate["5m"])} · 15m ${count(v.rate["15m"])}`));
-  g.appendChild(el("text", { class: "v-counts", x: 10, y: 60 }, `read ${count(v.read)} · out ${count(v.written)}` +
+  g.appendChild(el("text", { class: "rate", x: 10, y: 42 }, count(v.rate["1m"]) + " msg/s"));
+  if (v.full) g.appendChild(el("text", { class: "badge", x: BOX_W - 10, y: 42, "text-anchor": "end" }, "FULL"));
+  g.appendChild(el("text", { class: "kind", x: 10, y: 58 }, `1m · 5m ${count(v.rate["5m"])} · 15m ${count(v.rate["15m"])}` +
+    (v.kind === "reduce" ? ` · ${count(v.open_windows)} open` : "")));
+  g.appendChild(el("text", { class: "v-counts", x: 10, y: 76 }, `read ${count(v.read)} · out ${count(v.written)}` +
     (v.dropped ? ` · drop ${count(v.dropped)}` : "")));
   const backlog = v.kind === "source" ? `in flight ${count(v.in_flight)}` :
     `pending ${count(v.pending)}` + (v.capacity ? ` / ${count(v.capacity)}` : "") + ` · in flight ${count(v.in_flight)}`;
-  g.appendChild(el("text", { class: "v-pending", x: 10, y: 78 }, backlog));
+  g.appendChild(el("text", { class: "v-pending", x: 10, y: 94 }, backlog));
   const wm = watermark(v.watermark, now);
-  g.appendChild(el("text", { class: "v-wm", x: 10, y: 96 }, wm.text + (wm.lag ? " · " + wm.lag : "")));
-  if (v.kind === "reduce") {
-    g.appendChild(el("text", { class: "kind", x: BOX_W - 10, y: 60, "text-anchor": "end" }, `${count(v.open_windows)} open`));
-  }
-  if (v.full) g.appendChild(el("text", { class: "badge", x: BOX_W - 10, y: 78, "text-anchor": "end" }, "FULL"));
+  g.appendChild(el("text", { class: "v-wm", x: 10, y: 112 }, wm.text + (wm.lag ? " · " + wm.lag : "")));
   if (v.last_error) {
-    const t = el("text", { class: "badge", x: BOX_W - 10, y: 96, "text-anchor": "end" }, "error");
+    const t = el("text", { class: "badge", x: BOX_W - 10, y: 76, "text-anchor": "end" }, "error");
     t.appendChild(el("title", {}, v.last_error.message));
     g.appendChild(t);
   }
