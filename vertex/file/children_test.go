@@ -1,0 +1,3 @@
+package file_test
+
+var children = map[string]func(){}
