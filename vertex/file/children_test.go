@@ -1,3 +1,0 @@
-package file_test
-
-var children = map[string]func(){}
