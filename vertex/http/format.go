@@ -213,4 +213,3 @@ func contentTypeOf(f Format) string {
 	}
 	return f.String()
 }
-

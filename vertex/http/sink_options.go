@@ -12,10 +12,10 @@ type SinkOption func(*sinkConfig)
 
 // sinkConfig is what the options set, checked once by validate.
 type sinkConfig struct {
-	url     string
-	format  Format
-	client  *http.Client
-	header  http.Header
+	url    string
+	format Format
+	client *http.Client
+	header http.Header
 }
 
 // Client makes the sink send with c (default: a client of its own with a
