@@ -42,6 +42,9 @@ func NewVertexOptions(fn any, opts ...vertex.Option) (Options, error) {
 	bad := func(opt string, v any, reason string) (Options, error) {
 		return c, &isb.OptionError{Package: "vertex", Option: opt, Value: v, Reason: reason}
 	}
+	if err := checkBounds(c); err != nil {
+		return c, err
+	}
 	switch {
 	case c.Replicas < 1:
 		return bad("Replicas", c.Replicas, "must be at least 1")
@@ -67,6 +70,25 @@ func NewVertexOptions(fn any, opts ...vertex.Option) (Options, error) {
 		return bad("Retry.OnExhausted", c.Retry.OnExhausted, "must be FailPipeline, DropMessage or ToFallback")
 	}
 	return c, nil
+}
+
+// checkBounds refuses a size above its bound (see vconfig.MaxBatchSize).
+func checkBounds(c Options) error {
+	for _, b := range []struct {
+		option   string
+		v, bound int
+	}{
+		{"Replicas", c.Replicas, vconfig.MaxReplicas},
+		{"Partitions", c.Partitions, vconfig.MaxPartitions},
+		{"BatchSize", c.BatchSize, vconfig.MaxBatchSize},
+		{"MaxInFlight", c.MaxInFlight, vconfig.MaxMaxInFlight},
+		{"Concurrency", c.Concurrency, vconfig.MaxConcurrency},
+	} {
+		if b.v > b.bound {
+			return &isb.OptionError{Package: "vertex", Option: b.option, Value: b.v, Reason: fmt.Sprintf("must be at most %d", b.bound)}
+		}
+	}
+	return nil
 }
 
 // defaultRetry is the retry policy of a vertex without vertex.Retry.

@@ -82,6 +82,7 @@ type sourceReplica[T any] struct {
 	marks    *sourceMarks[T]
 	res      *SourceResume[T] // nil: not resumed
 	batches  *sourceBatches[T]
+	flying   flyingBatches[T]
 	// retries says that Read and Ack errors are retried under
 	// cfg.Options.Retry (see sourceRetries).
 	retries bool
@@ -101,13 +102,7 @@ func newSourceReplica[T any](hard, stop context.Context, cfg Config, src vertex.
 	sr.buffered, _ = src.(vertex.BufferedSource[T])
 	sr.retries = sourceRetries(cfg, src)
 	sr.cfg.Options.Retry = retryWithDefaults(cfg.Options.Retry)
-	wm := &sr.marks.wm
-	sr.w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, func() time.Time {
-		if ns := wm.Load(); ns != 0 {
-			return time.Unix(0, ns)
-		}
-		return time.Time{}
-	})
+	sr.w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, sr.marks.watermark)
 	readSize := 0
 	if sr.buffered != nil {
 		readSize = cfg.Options.BatchSize
@@ -133,7 +128,9 @@ func (sr *sourceReplica[T]) run() (EndKind, error) {
 	sr.loops, sr.stopLoops = context.WithCancel(sr.ctx)
 	sr.batches.start(sr.g)
 	if ip, ok := sr.cfg.Hooks.Publisher.(IdlePublisher); ok {
-		sr.g.Go(func() error { return sr.w.idleLoop(sr.loops, ip, sr.cfg.Hooks.idleInterval()) })
+		sr.g.Go(func() error {
+			return runIdleLoop(sr.loops, ip, sr.cfg.Hooks.idleInterval(), sr.idleWatermark, sr.w.WriteControl)
+		})
 	}
 	// 2. Read until the end, stop, or a failure: the read ends with stop
 	//    or with the group's context.
@@ -180,12 +177,27 @@ func (sr *sourceReplica[T]) end(kind EndKind) error {
 	return nil
 }
 
+// idleWatermark is the watermark the idle loop publishes on quiet
+// partitions: the replica's, held at the watermark of the oldest batch
+// still in flight. The replica's watermark is raised when a batch is
+// stamped, before it is stored, and a staged write may be stored after
+// the idle loop's control message (JetStream stores a retried part of a
+// batch after later writes), so an idle WMB at the newest batch's
+// watermark could sit below records with older event times.
+func (sr *sourceReplica[T]) idleWatermark() time.Time {
+	if wm, ok := sr.flying.oldest(); ok {
+		return wm
+	}
+	return sr.marks.watermark()
+}
+
 // finish completes a staged batch: it waits for its writes, acks it to
 // the source and counts it.
 func (sr *sourceReplica[T]) finish(b *sourceBatch[T]) error {
 	cfg := sr.cfg
 	n := int64(len(b.msgs))
 	err := sr.w.Complete(&b.out)
+	sr.flying.land(b)
 	if err == nil && sr.acker != nil {
 		if err = guardedAck(sr.hard, sr.acker, b.msgs); err != nil && sr.retries {
 			_, _, err = retryAfter(sr.hard, cfg, "source ack", err, func() (struct{}, error) {
@@ -209,6 +221,7 @@ func (sr *sourceReplica[T]) finish(b *sourceBatch[T]) error {
 
 // drop counts a batch that is never acked (after a failure).
 func (sr *sourceReplica[T]) drop(b *sourceBatch[T]) {
+	sr.flying.land(b)
 	sr.cfg.Counters.inFlight.Add(-int64(len(b.msgs)))
 	if sr.res != nil {
 		sr.res.release(sr.cfg.Replica, b)
@@ -277,11 +290,15 @@ func (sr *sourceReplica[T]) write(b *sourceBatch[T]) error {
 	cfg, n := sr.cfg, len(b.msgs)
 	cfg.Counters.read.Add(int64(n))
 	cfg.Counters.enter(n)
-	sr.marks.stamp(b.msgs)
+	sr.flying.take(b, func() time.Time {
+		sr.marks.stamp(b.msgs)
+		return sr.marks.watermark()
+	})
 	if sr.res != nil {
 		sr.res.register(cfg.Replica, b) // before its records are staged
 	}
 	if err := sr.w.Stage(sr.hard, b.msgs, &b.out); err != nil {
+		sr.flying.land(b)
 		cfg.Counters.inFlight.Add(-int64(n))
 		if sr.res != nil {
 			sr.res.release(cfg.Replica, b)

@@ -83,7 +83,13 @@ type consumerConfig struct {
 	log          *zap.Logger // never nil after newConsumerConfig
 }
 
-// BatchSize is the most items one Pull returns (default 100, at least 1).
+// maxBatchSize bounds BatchSize: far beyond it a typo such as
+// BatchSize(1 << 40) would end the process out of memory, not with an
+// error naming the option.
+const maxBatchSize = 100_000
+
+// BatchSize is the most items one Pull returns (default 100, at least 1,
+// at most 100,000: a consumer allocates a batch of that many).
 func BatchSize(n int) ConsumerOption { return func(c *consumerConfig) { c.batchSize = n } }
 
 // ManualCommit turns auto commit off: progress moves only with Commit or
@@ -133,8 +139,8 @@ func newConsumerConfig(partitions int, opts []ConsumerOption) (consumerConfig, e
 		c.log = zap.NewNop()
 	}
 	switch {
-	case c.batchSize < 1:
-		return c, &OptionError{Option: "BatchSize", Value: c.batchSize, Reason: "must be at least 1"}
+	case c.batchSize < 1 || c.batchSize > maxBatchSize:
+		return c, &OptionError{Option: "BatchSize", Value: c.batchSize, Reason: fmt.Sprintf("must be between 1 and %d", maxBatchSize)}
 	case c.consumers < 1 || c.consumers > partitions:
 		return c, consumersError(c.consumers, partitions)
 	case c.minBackoff <= 0 || c.maxBackoff < c.minBackoff:

@@ -23,6 +23,20 @@ const (
 	DefaultMaxBackoff     = time.Second
 )
 
+// The upper bounds of the sizes a vertex's options set, stated in their
+// docs. Each sizes memory taken at Run (a read buffer of BatchSize
+// messages per replica, a goroutine per unit of Concurrency, a stream or
+// file and a consumer per partition): far beyond them a typo such as
+// BatchSize(1 << 40) would end the process with "out of memory" instead of
+// an error naming the option. They are well above any sane setting.
+const (
+	MaxReplicas    = 1024
+	MaxPartitions  = 4096
+	MaxBatchSize   = 100_000
+	MaxMaxInFlight = 10_000_000
+	MaxConcurrency = 4096
+)
+
 // Config is a vertex's configuration.
 type Config[R any] struct {
 	Replicas        int   // replicas (forwarders) of the vertex
