@@ -133,6 +133,9 @@ type node struct {
 	outs        []outEdge         // edges out of the node, set by validate
 	check       func() error      // the vertex's own validation (nil function, source options)
 	hasFallback bool              // a sink with a fallback sink
+	// fn is the user's source or sink, whose retry policy is the vertex's
+	// default when it is a vertex.RetryDefaulter (forwarder.NewVertexOptions).
+	fn any
 	// readParts is how many partitions a source reads (a
 	// vertex.PartitionedSource's ReadPartitions; 0 otherwise): its
 	// watermark is kept per partition.
@@ -165,9 +168,10 @@ type node struct {
 	// Runtime state, set by Run.
 	in       buffer
 	counters []*forwarder.Counters
-	final    int64             // pending of the closed buffer
-	leases   []isb.Lease       // a source's claims of its replicas on shared storage
-	wm       *vertexWatermarks // nil: watermarks off
+	failures *forwarder.FailureLog // shared by the replicas: the rate limit of their failure lines is the vertex's
+	final    int64                 // pending of the closed buffer
+	leases   []isb.Lease           // a source's claims of its replicas on shared storage
+	wm       *vertexWatermarks     // nil: watermarks off
 }
 
 // outEdge is an edge out of a node, as validate resolved it.

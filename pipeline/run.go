@@ -56,7 +56,7 @@ func (rt *runtime) err() error {
 // replicaConfig is what the forwarder of replica r of n needs.
 func (rt *runtime) replicaConfig(n *node, r int) forwarder.Config {
 	c := forwarder.Config{
-		Vertex: n.name, Replica: r, Options: n.cfg, Counters: n.counters[r],
+		Vertex: n.name, Replica: r, Options: n.cfg, Counters: n.counters[r], Failures: n.failures,
 		Logger: rt.log.With(zap.String("vertex", n.name), zap.Int("replica", r)),
 		Run:    rt.run,
 		// On shared storage a stop ends no stream (subset.go).
@@ -219,6 +219,7 @@ func (p *Pipeline) open(c *config) error {
 	defer p.mu.Unlock()
 	for _, n := range p.nodes {
 		n.counters = make([]*forwarder.Counters, n.cfg.Replicas)
+		n.failures = &forwarder.FailureLog{}
 		for r := range n.counters {
 			n.counters[r] = new(forwarder.Counters)
 		}

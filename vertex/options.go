@@ -58,9 +58,12 @@ func PartitionByKey() Option {
 	return option(vconfig.PartitionByKey, func(c *options) { c.PartitionByKey = true })
 }
 
-// Retry sets the retry policy for UDF and sink errors (default: 5
-// attempts, backoff from 10ms to 1s, then FailPipeline); zero fields take
-// the defaults their docs state.
+// Retry sets the retry policy for UDF and sink errors, and on a source
+// vertex for its Read and Ack errors; zero fields take the defaults their
+// docs state. Without it: a source or sink that is a [RetryDefaulter] has
+// its DefaultRetry (the connectors: [RemoteRetry], until the pipeline
+// stops), another source fails the pipeline at its first error, and the
+// rest have 5 attempts, backoff from 10ms to 1s, then FailPipeline.
 func Retry(p RetryPolicy) Option { return option(vconfig.Retry, func(c *options) { c.Retry = p }) }
 
 // BufferCapacity bounds the vertex's input buffer (default 50,000 over all

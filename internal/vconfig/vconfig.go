@@ -46,7 +46,7 @@ type Config[R any] struct {
 	Concurrency     int   // UDF calls or sink writes in parallel per replica
 	OrderByKey      bool  // process messages of one key in order
 	PartitionByKey  bool  // route the input buffer by keys
-	Retry           R     // for UDF and sink errors
+	Retry           R     // for UDF, sink and source errors
 	BufferCapacity  int64 // input buffer capacity, 0 unbounded
 	DiscardWhenFull bool  // edges into the vertex drop what does not fit
 
@@ -75,9 +75,10 @@ var names = [...]string{"Replicas", "Partitions", "BatchSize", "MaxInFlight", "C
 
 // InputOptions are the options that configure a vertex's input buffer and
 // the reader and stage behind it; a vertex without input (a source) has
-// none of these and the pipeline refuses them there.
+// none of these and the pipeline refuses them there. Retry is not one: on a
+// source it applies to the source's Read and Ack errors.
 var InputOptions = []string{"Partitions", "MaxInFlight", "Concurrency", "OrderByKey",
-	"PartitionByKey", "Retry", "BufferCapacity", "DiscardWhenFull"}
+	"PartitionByKey", "BufferCapacity", "DiscardWhenFull"}
 
 // Given returns the names of the options given (e.g. "Partitions"), in the
 // order vertex declares them, so a caller can refuse an option that does
