@@ -26,6 +26,13 @@ type Pipeline struct {
 	mu   sync.Mutex // guards ran and the runtime state of nodes
 	ran  bool
 	live bool // buffers open: Stats may ask them
+	// rt is the running Run's runtime (nil before and after); stopAsked
+	// and drainAsked record a Stop or Drain, also one before Run got to
+	// rt; abandoned are the vertices with replicas Run returned without.
+	rt                    *runtime
+	stopAsked, drainAsked bool
+	abandoned             map[*node]bool
+	done                  chan struct{} // closed when Run returns
 }
 
 // Option configures a pipeline.
@@ -47,9 +54,11 @@ type config struct {
 // default, logs nothing).
 func WithLogger(l *zap.Logger) Option { return func(c *config) { c.logger = l } }
 
-// DrainTimeout bounds how long Run drains after ctx is cancelled (default
-// 1 minute; 0 waits as long as it takes). When it expires, Run abandons
-// what is in flight and returns ErrDrainTimeout.
+// DrainTimeout bounds how long Run drains after ctx is cancelled or Drain
+// is called (default 1 minute; 0 waits as long as it takes). When it
+// expires, the pipeline stops at once, leaving what is in flight
+// unacknowledged, and Run returns ErrDrainTimeout, at most AbandonAfter
+// later even when a sink ignores its context.
 func DrainTimeout(d time.Duration) Option { return func(c *config) { c.drainTimeout = d } }
 
 // withHooks gives each replica its watermark and work-in-progress hooks
@@ -85,7 +94,7 @@ func newConfig(opts []Option) (config, error) {
 // New returns an empty pipeline. name names its buffers and logs: letters,
 // digits, '-' and '_'. Options are validated by Run.
 func New(name string, opts ...Option) *Pipeline {
-	p := &Pipeline{name: name, opts: opts, names: map[string]*node{}}
+	p := &Pipeline{name: name, opts: opts, names: map[string]*node{}, done: make(chan struct{})}
 	if !validName(name) {
 		p.errs = append(p.errs, fmt.Errorf("%w: pipeline name %q: use letters, digits, '-' and '_'", ErrInvalidName, name))
 	}
