@@ -3,6 +3,7 @@ package http_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	nethttp "net/http"
@@ -12,6 +13,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/runnel-dev/runnel/pipeline"
 	"github.com/runnel-dev/runnel/vertex"
@@ -25,13 +30,16 @@ type collector struct {
 	counts map[int]int
 	total  atomic.Int64
 	// before, when set, runs before each request is read (the pushback
-	// test holds the sink back with it).
-	before func()
+	// test holds the sink back with it); its error, if any, is the answer.
+	before func(r *nethttp.Request) (status int, err error)
 }
 
 func (c *collector) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 	if c.before != nil {
-		c.before()
+		if status, err := c.before(r); err != nil {
+			nethttp.Error(w, err.Error(), status)
+			return
+		}
 	}
 	b, _ := io.ReadAll(r.Body)
 	c.mu.Lock()
@@ -162,9 +170,10 @@ func TestPipelinePushbackSlowSink(t *testing.T) {
 	const capacity, batch = 25, 10
 	src := http.NewSource(http.Capacity(capacity))
 	release := make(chan struct{})
-	coll := &collector{counts: map[int]int{}, before: func() {
+	coll := &collector{counts: map[int]int{}, before: func(*nethttp.Request) (int, error) {
 		<-release
 		time.Sleep(time.Millisecond)
+		return 0, nil
 	}}
 	st := &clientStats{}
 	var most atomic.Int64
@@ -206,4 +215,136 @@ func TestPipelinePushbackSlowSink(t *testing.T) {
 	}
 	t.Logf("2000 records each once at the collector; %d answers 503 (all with Retry-After); the source held at most %d records (Capacity %d)",
 		st.unavailable.Load(), most.Load(), capacity)
+}
+
+// TestPipelineSinkServerDown: the collector answers 503 for 2 seconds
+// once it has 1000 of 3000 records. The sink, retried by its default
+// policy (vertex.RemoteRetry: the vertex sets none, and the 5 attempts of
+// the general default would have failed the run within 150ms), waits
+// and resumes: every record arrives once, the vertex counts the retries,
+// and the log has the failures rate-limited (fewer lines than failed
+// POSTs, the cause in each) and the recovery.
+func TestPipelineSinkServerDown(t *testing.T) {
+	const total = 3000
+	coll := &collector{counts: map[int]int{}}
+	var mu sync.Mutex
+	var downUntil time.Time
+	refusedPosts := 0
+	coll.before = func(*nethttp.Request) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if downUntil.IsZero() && coll.total.Load() >= 1000 {
+			downUntil = time.Now().Add(2 * time.Second)
+		}
+		if time.Now().Before(downUntil) {
+			refusedPosts++
+			return 503, fmt.Errorf("down for maintenance")
+		}
+		return 0, nil
+	}
+	out := httptest.NewServer(coll)
+	defer out.Close()
+	core, logs := observer.New(zapcore.InfoLevel)
+	p := pipeline.New("down", pipeline.WithLogger(zap.New(core)))
+	recs := pipeline.Source(p, "gen", vertex.Generator(func(i int64) []byte {
+		return fmt.Appendf(nil, `{"id":%d,"via":"map"}`, i)
+	}).WithCount(total), vertex.BatchSize(50))
+	pipeline.Sink(p, "out", recs, http.NewSink(out.URL), vertex.BatchSize(50))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := p.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for id := range total {
+		if c := coll.counts[id]; c != 1 {
+			t.Fatalf("record %d reached the collector %d times, want once", id, c)
+		}
+	}
+	var retried int64
+	for _, vs := range p.Stats() {
+		if vs.Name == "out" {
+			retried = vs.Retried
+		}
+	}
+	failLines := logs.FilterMessage("sink write failed, retrying").All()
+	recovered := logs.FilterMessage("sink write succeeded after failures").Len()
+	if refusedPosts < 2 || retried < int64(refusedPosts) || len(failLines) == 0 || len(failLines) >= refusedPosts || recovered == 0 {
+		t.Fatalf("%d POSTs refused, %d retries counted, %d failure lines, %d recovery lines; want at least 2 refused, retries counted, fewer lines than refusals, and a recovery",
+			refusedPosts, retried, len(failLines), recovered)
+	}
+	for _, l := range failLines {
+		if cause := fmt.Sprint(l.ContextMap()["error"]); !strings.Contains(cause, "status 503") || !strings.Contains(cause, "down for maintenance") {
+			t.Fatalf("a failure line's cause is %q, want the status and the answer", cause)
+		}
+	}
+	t.Logf("all %d records once; %d POSTs refused over the 2s outage, %d message retries, %d failure lines, %d recovery lines",
+		total, refusedPosts, retried, len(failLines), recovered)
+}
+
+// poisonous refuses (400) a batch holding a record whose id is a multiple
+// of 100.
+func poisonous(r *nethttp.Request) (int, error) {
+	b, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(strings.NewReader(string(b)))
+	for line := range strings.Lines(string(b)) {
+		var rec struct{ ID int }
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.ID%100 == 0 {
+			return 400, fmt.Errorf("record %d is poison", rec.ID)
+		}
+	}
+	return 0, nil
+}
+
+// TestPipelineSinkClientError: a batch the server refuses with 400 goes
+// to the fallback sink whole, and is not retried: every record once, at
+// the collector or the fallback, every poison record at the fallback.
+// Without a fallback the run fails, naming the status and the answer.
+func TestPipelineSinkClientError(t *testing.T) {
+	const total = 1000
+	run := func(t *testing.T, fallback vertex.Sink[[]byte]) (*collector, error) {
+		coll := &collector{counts: map[int]int{}, before: poisonous}
+		out := httptest.NewServer(coll)
+		defer out.Close()
+		p := pipeline.New("poison")
+		recs := pipeline.Source(p, "gen", vertex.Generator(func(i int64) []byte {
+			return fmt.Appendf(nil, `{"id":%d,"via":"map"}`, i)
+		}).WithCount(total), vertex.BatchSize(50))
+		sink := http.NewSink(out.URL)
+		if fallback != nil {
+			pipeline.SinkWithFallback(p, "out", recs, sink, fallback, vertex.BatchSize(25))
+		} else {
+			pipeline.Sink(p, "out", recs, sink, vertex.BatchSize(25))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		return coll, p.Run(ctx)
+	}
+	var mu sync.Mutex
+	fell := map[int]int{}
+	fallback := vertex.Func(func(_ context.Context, msgs []vertex.Message[[]byte]) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			var rec struct{ ID int }
+			json.Unmarshal(m.Value, &rec)
+			fell[rec.ID]++
+		}
+		return nil
+	})
+	coll, err := run(t, fallback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range total {
+		if c := coll.counts[id] + fell[id]; c != 1 || id%100 == 0 && fell[id] != 1 {
+			t.Fatalf("record %d: %d at the collector, %d at the fallback; want once, poison at the fallback", id, coll.counts[id], fell[id])
+		}
+	}
+	t.Logf("%d records at the collector, %d at the fallback (the batches with poison)", coll.total.Load(), len(fell))
+
+	_, err = run(t, nil)
+	var se *http.StatusError
+	if !errors.As(err, &se) || se.Status != 400 || !strings.Contains(err.Error(), "is poison") {
+		t.Fatalf("run without fallback: %v, want the 400 with its answer", err)
+	}
 }

@@ -52,8 +52,9 @@ func NewSink(url string, opts ...SinkOption) *Sink {
 }
 
 var (
-	_ vertex.Sink[[]byte] = (*Sink)(nil)
-	_ io.Closer           = (*Sink)(nil)
+	_ vertex.Sink[[]byte]   = (*Sink)(nil)
+	_ vertex.RetryDefaulter = (*Sink)(nil)
+	_ io.Closer             = (*Sink)(nil)
 )
 
 // Validate reports a bad URL or option as an *vertex.OptionError.
@@ -142,16 +143,22 @@ func batchKey(msgs []vertex.Message[[]byte], refused []error) string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// writeError is the error Write returns beside its results: nil when
-// every message is delivered.
+// writeError is the error Write returns beside its results: the cause of
+// each message not delivered (the log's and, when its retries run out or
+// no fallback takes it, the pipeline's error), nil when every one is.
 func writeError(causes []error) error {
 	for _, c := range causes {
 		if c != nil {
-			return nil // TODO(remote): &vertex.WriteError{Causes: causes}
+			return &vertex.WriteError{Causes: causes}
 		}
 	}
 	return nil
 }
+
+// DefaultRetry is vertex.RemoteRetry (see vertex.RetryDefaulter): a server
+// that is down is retried until the pipeline stops, unless the vertex sets
+// its own vertex.Retry.
+func (s *Sink) DefaultRetry() vertex.RetryPolicy { return vertex.RemoteRetry }
 
 // Close closes the idle connections of the sink's own client; the
 // pipeline calls it once it has stopped.

@@ -7,8 +7,10 @@ import (
 	"io"
 	nethttp "net/http"
 	"net/http/httptest"
+	neturl "net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/runnel-dev/runnel/vertex"
@@ -38,8 +40,7 @@ func (r *recorder) ServeHTTP(w nethttp.ResponseWriter, req *nethttp.Request) {
 	}
 	r.mu.Unlock()
 	if status == nethttp.StatusFound {
-		nethttp.Redirect(w, req, "/elsewhere", status)
-		return
+		w.Header().Set("Location", "/elsewhere")
 	}
 	w.WriteHeader(status)
 	fmt.Fprintf(w, "answer %d", status)
@@ -119,10 +120,23 @@ func TestSinkAnswers(t *testing.T) {
 		rec := &recorder{statuses: []int{c.status}}
 		srv := httptest.NewServer(rec)
 		s := newSink(t, srv.URL)
-		res, _ := s.Write(context.Background(), msgs(`1`, `2`))
+		res, err := s.Write(context.Background(), msgs(`1`, `2`))
 		srv.Close()
 		if fmt.Sprint(res) != c.want || len(rec.reqs) != 1 {
 			t.Errorf("status %d: results %v after %d requests, want %s after 1", c.status, res, len(rec.reqs), c.want)
+		}
+		if c.want == "[ok ok]" {
+			if err != nil {
+				t.Errorf("status %d: error %v", c.status, err)
+			}
+			continue
+		}
+		// Each message's cause is the status, with the answer's body.
+		var we *vertex.WriteError
+		var se *http.StatusError
+		if !errors.As(err, &we) || len(we.Causes) != 2 || !errors.As(we.Causes[1], &se) || se.Status != c.status ||
+			!errors.Is(err, http.ErrStatus) || !strings.Contains(se.Error(), fmt.Sprintf("answer %d", c.status)) {
+			t.Errorf("status %d: error %v, want a WriteError with a StatusError per message", c.status, err)
 		}
 	}
 }
@@ -134,9 +148,12 @@ func TestSinkConnectionRefused(t *testing.T) {
 	url := srv.URL
 	srv.Close()
 	s := newSink(t, url)
-	res, _ := s.Write(context.Background(), msgs(`1`, `2`))
-	if fmt.Sprint(res) != "[retry retry]" {
-		t.Fatalf("results %v, want [retry retry]", res)
+	res, err := s.Write(context.Background(), msgs(`1`, `2`))
+	var we *vertex.WriteError
+	var ue *neturl.Error
+	if fmt.Sprint(res) != "[retry retry]" || !errors.As(err, &we) || len(we.Causes) != 2 || !errors.As(we.Causes[0], &ue) ||
+		!errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("results %v, error %v; want [retry retry] with connection refused as the cause", res, err)
 	}
 }
 
@@ -147,9 +164,13 @@ func TestSinkUnencodable(t *testing.T) {
 	srv := httptest.NewServer(rec)
 	defer srv.Close()
 	s := newSink(t, srv.URL)
-	res, _ := s.Write(context.Background(), msgs(`1`, `not json`, `3`))
+	res, err := s.Write(context.Background(), msgs(`1`, `not json`, `3`))
+	var we *vertex.WriteError
 	if fmt.Sprint(res) != "[ok fallback ok]" || len(rec.reqs) != 1 || rec.reqs[0].body != "1\n3\n" {
 		t.Fatalf("results %v, requests %+v", res, rec.reqs)
+	}
+	if !errors.As(err, &we) || we.Causes[0] != nil || !errors.Is(we.Causes[1], http.ErrUnencodable) || we.Causes[2] != nil {
+		t.Fatalf("error %v, want ErrUnencodable as the cause of the second message only", err)
 	}
 	res, _ = s.Write(context.Background(), msgs(`nope`))
 	if fmt.Sprint(res) != "[fallback]" || len(rec.reqs) != 1 {
