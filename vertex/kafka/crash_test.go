@@ -1,0 +1,3 @@
+package kafka
+
+func crashChild() {}

@@ -1,0 +1,124 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/runnel-dev/runnel/vertex"
+)
+
+// Sink is a [vertex.Sink] producing every message to one topic with
+// franz-go's idempotent producer; [NewSink] makes one. A message becomes
+// a record with its value, its keys as the record key (none: no key, so
+// the partitioner spreads them; one: that key; several: their unambiguous
+// encoding), its headers, and its event time as the timestamp, so a
+// [Source] reading the topic gives back the message's key, headers and
+// event time.
+//
+// Write returns once every record of the batch is acknowledged by the
+// brokers (all in-sync replicas: the idempotent producer's acks) or has
+// failed: a failed record is answered vertex.ResultRetry, and the
+// vertex's retry policy writes it again. The idempotent producer never
+// writes a record twice when it retries a request itself; a message
+// written again after a ResultRetry, or after a crash between the write
+// and the pipeline's commit, is a new record (at least once). Replicas
+// and concurrent writes share one client.
+type Sink struct {
+	cfg sinkConfig
+	cl  *kgo.Client
+
+	mu     sync.RWMutex // held for reading by writes, for writing by Close
+	closed bool
+
+	failed atomic.Int64
+}
+
+// NewSink validates cfg and makes the client; franz-go connects at the
+// first write. An invalid field of cfg is an *OptionError naming it
+// (errors.Is(err, pipeline.ErrInvalidOption)). Close releases the client;
+// the pipeline calls it when it stops.
+func NewSink(cfg SinkConfig) (*Sink, error) {
+	c, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	opts := append(append([]kgo.Opt(nil), c.ClientOptions...),
+		kgo.SeedBrokers(c.Brokers...),
+		kgo.RecordDeliveryTimeout(c.DeliveryTimeout),
+	)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: sink to %q: %w", c.Topic, err)
+	}
+	if off, _ := cl.OptValue(kgo.DisableIdempotentWrite).(bool); off {
+		cl.Close()
+		return nil, optionError("ClientOptions", "kgo.DisableIdempotentWrite()", "must leave the idempotent producer on")
+	}
+	return &Sink{cfg: c, cl: cl}, nil
+}
+
+// Write produces msgs and waits for each record's outcome: nil results
+// when all are acknowledged, else vertex.ResultRetry for each failed one
+// (ResultOK for the rest). Write after Close is ErrClosed.
+func (s *Sink) Write(ctx context.Context, msgs []vertex.Message[[]byte]) ([]vertex.Result, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	recs := make([]kgo.Record, len(msgs))
+	var (
+		wg   sync.WaitGroup
+		emu  sync.Mutex
+		errs map[*kgo.Record]error
+	)
+	wg.Add(len(msgs))
+	promise := func(r *kgo.Record, err error) {
+		if err != nil {
+			emu.Lock()
+			if errs == nil {
+				errs = map[*kgo.Record]error{}
+			}
+			errs[r] = err
+			emu.Unlock()
+		}
+		wg.Done()
+	}
+	for i := range msgs {
+		toRecord(s.cfg.Topic, &msgs[i], &recs[i])
+		s.cl.Produce(ctx, &recs[i], promise)
+	}
+	wg.Wait()
+	if len(errs) == 0 {
+		return nil, nil
+	}
+	s.failed.Add(int64(len(errs)))
+	res := make([]vertex.Result, len(msgs))
+	for i := range recs {
+		if _, ok := errs[&recs[i]]; ok {
+			res[i] = vertex.ResultRetry
+		}
+	}
+	return res, nil
+}
+
+// Failed returns how many records failed to be produced (and were
+// answered vertex.ResultRetry) since the sink was made.
+func (s *Sink) Failed() int64 { return s.failed.Load() }
+
+// Close waits for the writes in flight, then closes the client. It is
+// idempotent.
+func (s *Sink) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.cl.Close()
+	return nil
+}
