@@ -138,4 +138,3 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		time.Sleep(10 * time.Millisecond)
 	}
 }
-

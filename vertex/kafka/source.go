@@ -34,11 +34,11 @@ type Source struct {
 	// mu guards the fields below; it is never held over a call to the
 	// brokers.
 	mu     sync.Mutex
-	left   []chunk                            // polled, not yet handed on, in poll order
-	parts  map[topicPartition]*partition      // partitions assigned that delivered a batch
-	ends   map[topicPartition]int64           // StopAtEnd: where each partition ends
-	unread map[topicPartition]struct{}        // StopAtEnd: partitions not yet read to their end
-	stale  int64                              // messages acknowledged after their partition was revoked
+	left   []chunk                       // polled, not yet handed on, in poll order
+	parts  map[topicPartition]*partition // partitions assigned that delivered a batch
+	ends   map[topicPartition]int64      // StopAtEnd: where each partition ends
+	unread map[topicPartition]struct{}   // StopAtEnd: partitions not yet read to their end
+	stale  int64                         // messages acknowledged after their partition was revoked
 	closed bool
 
 	// commitMu orders the commits: the committer's and the one a
