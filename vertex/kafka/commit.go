@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -25,15 +24,13 @@ type committer struct {
 	ctx   context.Context
 	halt  context.CancelFunc
 	done  chan struct{}
-
-	logMu   sync.Mutex
-	lastLog time.Time
-	failed  int // failures not logged since the last log line
+	fails rateLog
 }
 
 // start starts the goroutine.
 func (c *committer) start(s *Source) {
 	c.src, c.wakeC, c.done = s, make(chan struct{}, 1), make(chan struct{})
+	c.fails = rateLog{log: s.cfg.Logger, msg: "kafka source: commit failed; retried at the next commit"}
 	c.ctx, c.halt = context.WithCancel(context.Background())
 	go c.loop()
 }
@@ -67,7 +64,7 @@ func (c *committer) loop() {
 		err := c.src.commitDue(ctx)
 		cancel()
 		if err != nil && c.ctx.Err() == nil {
-			c.logFailure(err)
+			c.fails.failure(err, zap.String("group", c.src.cfg.Group))
 			c.wake() // retried after the pause
 		}
 		pause.Reset(c.src.cfg.CommitInterval)
@@ -76,19 +73,6 @@ func (c *committer) loop() {
 			return
 		case <-pause.C:
 		}
-	}
-}
-
-// logFailure logs a failed commit, at most one line a second (with the
-// count of those not logged).
-func (c *committer) logFailure(err error) {
-	c.logMu.Lock()
-	defer c.logMu.Unlock()
-	c.failed++
-	if now := time.Now(); now.Sub(c.lastLog) >= time.Second {
-		c.src.cfg.Logger.Warn("kafka source: commit failed; retried at the next commit",
-			zap.String("group", c.src.cfg.Group), zap.Int("failures", c.failed), zap.Error(err))
-		c.lastLog, c.failed = now, 0
 	}
 }
 

@@ -116,17 +116,19 @@ type SinkConfig struct {
 	Brokers []string
 	// Topic is the topic every message is produced to.
 	Topic string
-	// DeliveryTimeout bounds how long a record may wait to be produced,
-	// its retries by the client included (default 10s): a record not
-	// acknowledged by then is answered vertex.ResultRetry, so the
+	// DeliveryTimeout bounds how long a write waits for its records to be
+	// produced, the client's own retries included (default 10s): a record
+	// not acknowledged by then is answered vertex.ResultRetry, so the
 	// vertex's retry policy sees the failure, logs it and writes the
 	// message again.
 	DeliveryTimeout time.Duration
 	// ClientOptions are further franz-go options (TLS, SASL, client ID,
 	// linger, batch sizes, compression, a logger), applied before the
-	// sink's own (SeedBrokers, RecordDeliveryTimeout), which replace any
-	// given here. They must leave the idempotent producer on: NewSink
-	// refuses kgo.DisableIdempotentWrite.
+	// sink's own (SeedBrokers), which replaces any given here. They must
+	// leave the idempotent producer on: NewSink refuses
+	// kgo.DisableIdempotentWrite. Leave kgo.RecordDeliveryTimeout out: it
+	// counts from a record's timestamp, which is the message's event time,
+	// so it fails at once the records of events older than it.
 	ClientOptions []kgo.Opt
 }
 

@@ -48,7 +48,6 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 	}
 	opts := append(append([]kgo.Opt(nil), c.ClientOptions...),
 		kgo.SeedBrokers(c.Brokers...),
-		kgo.RecordDeliveryTimeout(c.DeliveryTimeout),
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -70,6 +69,13 @@ func (s *Sink) Write(ctx context.Context, msgs []vertex.Message[[]byte]) ([]vert
 	if s.closed {
 		return nil, ErrClosed
 	}
+	// The deadline fails the records still waiting when it passes (as soon
+	// as the idempotent producer knows it is safe to: a request sent and
+	// not answered may have been stored). franz-go's own
+	// RecordDeliveryTimeout would not do: it counts from the record's
+	// timestamp, which is the message's event time.
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.DeliveryTimeout)
+	defer cancel()
 	recs := make([]kgo.Record, len(msgs))
 	var (
 		wg   sync.WaitGroup

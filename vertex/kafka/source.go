@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/zap"
 
 	"github.com/runnel-dev/runnel/vertex"
 )
@@ -46,6 +47,9 @@ type Source struct {
 	// partition is committed at never go backwards.
 	commitMu sync.Mutex
 	commits  committer
+	// groupErrs logs the errors of the client's group management, which
+	// it retries by itself.
+	groupErrs rateLog
 }
 
 // slotRange is a topic's watermark slots: its partitions p map to
@@ -74,6 +78,7 @@ func NewSource(ctx context.Context, cfg SourceConfig) (*Source, error) {
 		return nil, err
 	}
 	s := &Source{cfg: c, parts: map[topicPartition]*partition{}}
+	s.groupErrs = rateLog{log: c.Logger, msg: "kafka source: group management failed; the client retries"}
 	reset := kgo.NewOffset().AtStart()
 	if c.Start == FromLatest {
 		reset = kgo.NewOffset().AtEnd()
@@ -338,6 +343,11 @@ func (s *Source) poll(ctx context.Context, max int) error {
 			// The poll interval passed: an idle read.
 		case errors.Is(fe.Err, kgo.ErrClientClosed):
 			return ErrClosed
+		case fe.Topic == "":
+			// Not a partition's: the client tells of a failed join,
+			// sync or heartbeat (a member that died holds a rebalance up
+			// until its session ends), and goes on rejoining by itself.
+			s.groupErrs.failure(fe.Err, zap.String("group", s.cfg.Group))
 		default:
 			return fmt.Errorf("%w: topic %q partition %d: %w", ErrFetch, fe.Topic, fe.Partition, fe.Err)
 		}
@@ -437,7 +447,7 @@ func (s *Source) release(ctx context.Context, parts map[string][]int32, commit b
 		cctx, cancel := context.WithTimeout(ctx, commitTimeout)
 		defer cancel()
 		if err := s.commitSync(cctx, offsets); err != nil {
-			s.commits.logFailure(err)
+			s.commits.fails.failure(err, zap.String("group", s.cfg.Group))
 		}
 	}
 }
