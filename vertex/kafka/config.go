@@ -123,8 +123,10 @@ type SinkConfig struct {
 	// message again.
 	DeliveryTimeout time.Duration
 	// ClientOptions are further franz-go options (TLS, SASL, client ID,
-	// linger, batch sizes, compression, a logger), applied before the
-	// sink's own (SeedBrokers), which replaces any given here. They must
+	// linger, batch sizes, compression, a logger), applied after the
+	// sink's default of no linger (kgo.ProducerLinger(0): a write waits
+	// for its records anyway) and before SeedBrokers, which replaces any
+	// given here. They must
 	// leave the idempotent producer on: NewSink refuses
 	// kgo.DisableIdempotentWrite. Leave kgo.RecordDeliveryTimeout out: it
 	// counts from a record's timestamp, which is the message's event time,

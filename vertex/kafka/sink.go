@@ -46,7 +46,12 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := append(append([]kgo.Opt(nil), c.ClientOptions...),
+	// No linger by default: a write waits for its records, so a linger
+	// would add to every write (franz-go lingers 10ms; with the vertex's 4
+	// writes of 500 in flight that capped the sink at 55K msg/s on kfake).
+	// Records still batch: the idempotent producer has one request in
+	// flight per broker, and what comes meanwhile goes in the next one.
+	opts := append(append([]kgo.Opt{kgo.ProducerLinger(0)}, c.ClientOptions...),
 		kgo.SeedBrokers(c.Brokers...),
 	)
 	cl, err := kgo.NewClient(opts...)

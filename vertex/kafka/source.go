@@ -39,8 +39,10 @@ type Source struct {
 	parts  map[topicPartition]*partition // partitions assigned that delivered a batch
 	ends   map[topicPartition]int64      // StopAtEnd: where each partition ends
 	unread map[topicPartition]struct{}   // StopAtEnd: partitions not yet read to their end
-	stale  int64                         // messages acknowledged after their partition was revoked
-	closed bool
+	// endPoll cuts the poll in flight short, nil when none is.
+	endPoll context.CancelFunc
+	stale   int64 // messages acknowledged after their partition was revoked
+	closed  bool
 
 	// commitMu orders the commits: the committer's and the one a
 	// revocation makes are never in flight together, so the offsets a
@@ -95,6 +97,7 @@ func NewSource(ctx context.Context, cfg SourceConfig) (*Source, error) {
 		kgo.BlockRebalanceOnPoll(),
 		kgo.OnPartitionsRevoked(s.revoked),
 		kgo.OnPartitionsLost(s.lost),
+		kgo.OnPartitionsCallbackBlocked(s.hurry),
 	)
 	if s.cl, err = kgo.NewClient(opts...); err != nil {
 		return nil, fmt.Errorf("kafka: source of group %q: %w", c.Group, err)
@@ -321,9 +324,13 @@ func (s *Source) cutAtEnd(tp topicPartition, recs []*kgo.Record) []*kgo.Record {
 // the poll brought of its partitions.
 func (s *Source) poll(ctx context.Context, max int) error {
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.PollInterval)
+	s.mu.Lock()
+	s.endPoll = cancel
+	s.mu.Unlock()
 	fs := s.cl.PollRecords(pctx, max)
 	cancel()
 	s.mu.Lock()
+	s.endPoll = nil
 	fs.EachPartition(func(p kgo.FetchTopicPartition) {
 		if len(p.Records) > 0 {
 			s.left = append(s.left, chunk{tp: topicPartition{p.Topic, p.Partition}, recs: p.Records})
@@ -353,6 +360,18 @@ func (s *Source) poll(ctx context.Context, max int) error {
 		}
 	}
 	return nil
+}
+
+// hurry is the client's OnPartitionsCallbackBlocked: a rebalance waits
+// for the poll in flight, which would otherwise wait out the poll interval
+// when no records come (as while the member first joins the group: every
+// run waited 100-250ms for its first records).
+func (s *Source) hurry(context.Context, *kgo.Client) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.endPoll != nil {
+		s.endPoll()
+	}
 }
 
 // Ack records that the batch msgs, as Read returned it, is written
