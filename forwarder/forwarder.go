@@ -19,6 +19,10 @@ type Config struct {
 	Options  Options // validated
 	Counters *Counters
 	Logger   *zap.Logger // nil logs nothing
+	// Failures rate-limits the lines logged about retried failures; the
+	// replicas of a vertex share one so that the limit is the vertex's
+	// (nil: each replica gets its own).
+	Failures *FailureLog
 	Hooks    Hooks
 	// Run identifies this run of the pipeline (optional): end-of-stream
 	// messages carry it, and a reader ignores the ends of another run
@@ -93,4 +97,12 @@ func exhausted(ctx context.Context, cfg Config, id string, attempts int, err err
 		return nil
 	}
 	return &vertex.ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, MessageID: id, Attempts: attempts, Err: err}
+}
+
+// withFailures gives cfg a FailureLog of its own when it has none.
+func (cfg Config) withFailures() Config {
+	if cfg.Failures == nil {
+		cfg.Failures = &FailureLog{}
+	}
+	return cfg
 }

@@ -110,6 +110,7 @@ type ReduceSpec[In, S, Out any] struct {
 // term matters: a message inside the lateness may open a window that ends
 // below the watermark.)
 func RunReduce[In, S, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[vertex.Windowed[Out]], spec ReduceSpec[In, S, Out]) error {
+	cfg = cfg.withFailures()
 	if spec.Log != nil {
 		// One shard: each partition's entries in offset order (see
 		// ReduceLog). Package pipeline refuses a Concurrency above 1 for a

@@ -195,7 +195,7 @@ func (sh *reduceShard[In, S, Out]) closeUpTo(ctx context.Context, wm int64) erro
 			return struct{}{}, red.spec.Reducer.result(ctx, win, p.keys, p.state, emit)
 		}
 		if _, err := call(); err != nil {
-			_, attempts, err := retryAfter(ctx, red.cfg.Options.Retry, red.cfg.Counters, err, call)
+			_, attempts, err := retryAfter(ctx, red.cfg, "reduce result", err, call)
 			if err != nil {
 				sh.outs = sh.outs[:mark]
 				return exhausted(ctx, red.cfg, resultID(red.cfg.Vertex, iv, p.keys, 0), attempts, err)
