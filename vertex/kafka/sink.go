@@ -21,8 +21,10 @@ import (
 //
 // Write returns once every record of the batch is acknowledged by the
 // brokers (all in-sync replicas: the idempotent producer's acks) or has
-// failed: a failed record is answered vertex.ResultRetry, and the
-// vertex's retry policy writes it again. The idempotent producer never
+// failed: a failed record is answered vertex.ResultRetry with its cause,
+// and the vertex's retry policy writes it again; by default
+// ([Sink.DefaultRetry]) until the pipeline stops, so a broker down for a
+// while holds the pipeline back instead of failing it. The idempotent producer never
 // writes a record twice when it retries a request itself; a message
 // written again after a ResultRetry, or after a crash between the write
 // and the pipeline's commit, is a new record (at least once). Replicas
@@ -67,7 +69,10 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 
 // Write produces msgs and waits for each record's outcome: nil results
 // when all are acknowledged, else vertex.ResultRetry for each failed one
-// (ResultOK for the rest). Write after Close is ErrClosed.
+// (ResultOK for the rest) and a *vertex.WriteError giving each failed
+// one's cause (ErrProduce, wrapping franz-go's error), which the pipeline
+// logs and, when the retries give up, returns from Run. Write after Close
+// is ErrClosed.
 func (s *Sink) Write(ctx context.Context, msgs []vertex.Message[[]byte]) ([]vertex.Result, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -109,13 +114,20 @@ func (s *Sink) Write(ctx context.Context, msgs []vertex.Message[[]byte]) ([]vert
 	}
 	s.failed.Add(int64(len(errs)))
 	res := make([]vertex.Result, len(msgs))
+	causes := make([]error, len(msgs))
 	for i := range recs {
-		if _, ok := errs[&recs[i]]; ok {
+		if err, ok := errs[&recs[i]]; ok {
 			res[i] = vertex.ResultRetry
+			causes[i] = fmt.Errorf("%w: topic %q: %w", ErrProduce, s.cfg.Topic, err)
 		}
 	}
-	return res, nil
+	return res, &vertex.WriteError{Causes: causes}
 }
+
+// DefaultRetry is vertex.RemoteRetry: a sink vertex on it retries failed
+// records until the pipeline stops, unless its options set a policy
+// (vertex.Retry), which wins (see [vertex.RetryDefaulter]).
+func (s *Sink) DefaultRetry() vertex.RetryPolicy { return vertex.RemoteRetry }
 
 // Failed returns how many records failed to be produced (and were
 // answered vertex.ResultRetry) since the sink was made.

@@ -118,8 +118,9 @@ func TestSinkRetriesFailedRecords(t *testing.T) {
 		msgs = append(msgs, vertex.Message[[]byte]{ID: strconv.Itoa(i), Keys: []string{"k" + strconv.Itoa(i)}, Value: []byte(strconv.Itoa(i))})
 	}
 	res, err := s.Write(context.Background(), msgs)
-	if err != nil {
-		t.Fatal(err)
+	var we *vertex.WriteError
+	if !errors.As(err, &we) || len(we.Causes) != len(msgs) {
+		t.Fatalf("write: %v, want a *vertex.WriteError with a cause per message", err)
 	}
 	if len(res) != len(msgs) {
 		t.Fatalf("%d results for %d messages", len(res), len(msgs))
@@ -129,8 +130,14 @@ func TestSinkRetriesFailedRecords(t *testing.T) {
 		switch r {
 		case vertex.ResultOK:
 			okVals[string(msgs[i].Value)] = true
+			if we.Causes[i] != nil {
+				t.Errorf("message %d is OK with the cause %v", i, we.Causes[i])
+			}
 		case vertex.ResultRetry:
 			retries++
+			if !errors.Is(we.Causes[i], ErrProduce) || !errors.Is(we.Causes[i], kerr.InvalidRecord) {
+				t.Errorf("message %d's cause %v, want ErrProduce wrapping INVALID_RECORD", i, we.Causes[i])
+			}
 		default:
 			t.Fatalf("result %d is %v", i, r)
 		}
@@ -150,6 +157,22 @@ func TestSinkRetriesFailedRecords(t *testing.T) {
 	}
 	if !maps.Equal(got, okVals) {
 		t.Fatalf("the topic holds %v, want exactly the messages answered OK: %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(okVals)))
+	}
+}
+
+// The source and sink are what the pipeline looks for, and default to
+// retrying until the pipeline stops.
+func TestInterfaces(t *testing.T) {
+	var (
+		_ vertex.BufferedSource[[]byte]    = (*Source)(nil)
+		_ vertex.PartitionedSource[[]byte] = (*Source)(nil)
+		_ vertex.Acker[[]byte]             = (*Source)(nil)
+		_ vertex.Sink[[]byte]              = (*Sink)(nil)
+	)
+	for _, d := range []vertex.RetryDefaulter{(*Source)(nil), (*Sink)(nil)} {
+		if got := d.DefaultRetry(); got != vertex.RemoteRetry {
+			t.Errorf("%T.DefaultRetry() = %+v, want vertex.RemoteRetry", d, got)
+		}
 	}
 }
 

@@ -362,6 +362,14 @@ func (s *Source) poll(ctx context.Context, max int) error {
 	return nil
 }
 
+// DefaultRetry is vertex.RemoteRetry: a source vertex on it retries a
+// failed Read (ErrFetch) until the pipeline stops, unless its options set
+// a policy (vertex.Retry), which wins (see [vertex.RetryDefaulter]).
+// Failures of the group's management (a join, a heartbeat) are no Read
+// errors: franz-go retries them itself, and the source logs them at most
+// once a second.
+func (s *Source) DefaultRetry() vertex.RetryPolicy { return vertex.RemoteRetry }
+
 // hurry is the client's OnPartitionsCallbackBlocked: a rebalance waits
 // for the poll in flight, which would otherwise wait out the poll interval
 // when no records come (as while the member first joins the group: every
