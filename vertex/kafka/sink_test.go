@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel-dev/runnel/internal/keys"
 	"github.com/runnel-dev/runnel/isb"
@@ -93,25 +92,7 @@ func TestSinkRetriesFailedRecords(t *testing.T) {
 		}
 	}
 	refuser := c.LeaderFor("out", 1)
-	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		if c.CurrentNode() != refuser {
-			return nil, nil, false
-		}
-		pr := req.(*kmsg.ProduceRequest)
-		resp := pr.ResponseKind().(*kmsg.ProduceResponse)
-		for _, rt := range pr.Topics {
-			st := kmsg.NewProduceResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = rp.Partition, kerr.InvalidRecord.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
-	})
+	refuseProduce(c, func() bool { return c.CurrentNode() == refuser })
 	s := newTestSink(t, c, SinkConfig{Topic: "out", DeliveryTimeout: 5 * time.Second})
 	var msgs []vertex.Message[[]byte]
 	for i := range 40 {
