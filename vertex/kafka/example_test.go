@@ -69,4 +69,3 @@ func Example() {
 	// b BETA
 	// g GAMMA
 }
-
