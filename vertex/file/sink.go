@@ -3,7 +3,6 @@ package file
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,7 +22,12 @@ import (
 type Sink struct {
 	cfg sinkConfig
 
-	mu       sync.Mutex // one Write at a time: the files are one sequence
+	// mu is held while a Write appends its lines: the files are one
+	// sequence. It is released while the lines are flushed to the disk,
+	// so that one fdatasync covers the lines of every Write that appended
+	// meanwhile (the vertex's workers write concurrently, a chunk each).
+	mu       sync.Mutex
+	synced   *sync.Cond // on mu: a flush to the disk ended
 	started  bool
 	startErr error
 	lock     *os.File // the directory, locked
@@ -32,10 +36,22 @@ type Sink struct {
 	size     int64    // its bytes
 	lines    int64    // its lines
 	bufLines int64    // the lines in buf
-	synced   bool     // its directory entry is durable
+	named    bool     // its directory entry is durable
 	buf      []byte
+	syncing  bool             // a Write is flushing to the disk, mu released
+	durable  pos              // every line before it is on the disk
+	broken   map[uint64]error // files given up with lines not on the disk: why
 	closed   bool
 }
+
+// pos is a place in the sink's sequence of files: byte off of file seq.
+type pos struct {
+	seq uint64
+	off int64
+}
+
+// before reports whether a comes before b.
+func (a pos) before(b pos) bool { return a.seq < b.seq || a.seq == b.seq && a.off < b.off }
 
 // writeChunk is how much the sink buffers before it writes.
 const writeChunk = 1 << 20
@@ -50,7 +66,8 @@ const writeChunk = 1 << 20
 //
 //	sink := file.NewSink("out", file.RotateBytes(16<<20))
 func NewSink(dir string, opts ...SinkOption) *Sink {
-	s := &Sink{cfg: sinkConfig{dir: dir, maxBytes: DefaultRotateBytes, prefix: "part-", suffix: ".txt"}}
+	s := &Sink{cfg: sinkConfig{dir: dir, maxBytes: DefaultRotateBytes, prefix: "part-", suffix: ".txt"}, broken: map[uint64]error{}}
+	s.synced = sync.NewCond(&s.mu)
 	for _, o := range opts {
 		o(&s.cfg)
 	}
@@ -201,6 +218,7 @@ func (s *Sink) Write(_ context.Context, msgs []vertex.Message[[]byte]) ([]vertex
 		return nil, err
 	}
 	var res []vertex.Result
+	wrote := false
 	s.buf, s.bufLines = s.buf[:0], 0
 	for i := range msgs {
 		v := msgs[i].Value
@@ -223,22 +241,82 @@ func (s *Sink) Write(_ context.Context, msgs []vertex.Message[[]byte]) ([]vertex
 		}
 		s.buf = append(append(s.buf, v...), '\n')
 		s.bufLines++
+		wrote = true
 		if len(s.buf) >= writeChunk {
 			if err := s.flush(); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if s.f == nil {
-		return res, nil // nothing written
+	if !wrote {
+		return res, nil
 	}
 	if err := s.flush(); err != nil {
 		return nil, err
 	}
-	if err := s.sync(); err != nil {
+	if err := s.commit(pos{s.seq, s.size}); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// commit returns once every line before target is on the disk. One Write
+// at a time flushes, mu released, everything appended so far; the others
+// wait for it and return if it covered them. s.mu is held.
+func (s *Sink) commit(target pos) error {
+	for s.durable.before(target) {
+		if err := s.broken[target.seq]; err != nil {
+			return err
+		}
+		if s.syncing {
+			s.synced.Wait()
+			continue
+		}
+		f, upto, name := s.f, pos{s.seq, s.size}, !s.named
+		if f == nil { // every way to nil covers target or breaks its file
+			return fmt.Errorf("file: sink %s: no file to flush lines %d:%d to", s.cfg.dir, target.seq, target.off)
+		}
+		s.syncing = true
+		s.mu.Unlock()
+		err := fdatasync(f)
+		if err != nil {
+			err = &Error{Op: "fsync", Path: f.Name(), Offset: -1, Err: err}
+		} else if name {
+			err = s.syncDir()
+		}
+		s.mu.Lock()
+		s.syncing = false
+		s.synced.Broadcast()
+		switch {
+		case err == nil:
+			if s.durable.before(upto) {
+				s.durable = upto
+			}
+			if name && s.seq == upto.seq {
+				s.named = true
+			}
+		case !s.durable.before(upto):
+			// The file rotated meanwhile, and the rotation flushed it
+			// (then closed it, which may be what failed here).
+		case s.f == f:
+			s.abandon(err)
+			return err
+		default:
+			s.broken[upto.seq] = err
+			return err
+		}
+	}
+	return nil
+}
+
+// abandon gives up the file being written after a failure that leaves
+// unknown what of it is on the disk: its writers not yet answered fail
+// with err (the pipeline writes their lines again), and the next start
+// completes it.
+func (s *Sink) abandon(err error) {
+	s.broken[s.seq] = err
+	s.f.Close()
+	s.f = nil
 }
 
 // full reports whether a line of n bytes must go to a new file, with
@@ -259,7 +337,7 @@ func (s *Sink) create() error {
 		return &Error{Op: "create", Path: path, Offset: -1, Err: err}
 	}
 	s.seq++
-	s.f, s.size, s.lines, s.synced = f, 0, 0, false
+	s.f, s.size, s.lines, s.named = f, 0, 0, false
 	return nil
 }
 
@@ -292,54 +370,41 @@ func (s *Sink) undo() {
 			return
 		}
 	}
-	s.f.Close()
-	s.f = nil
-}
-
-// sync makes the file's lines durable, and its name when it is new.
-func (s *Sink) sync() error {
-	if err := fdatasync(s.f); err != nil {
-		err = &Error{Op: "fsync", Path: s.f.Name(), Offset: -1, Err: err}
-		s.f.Close() // what reached the disk is unknown: leave it to the next start
-		s.f = nil
-		return err
-	}
-	if !s.synced {
-		if err := s.syncDir(); err != nil {
-			return err
-		}
-		s.synced = true
-	}
-	return nil
-}
-
-// fdatasync flushes f's data and size to the disk.
-func fdatasync(f *os.File) error {
-	if err := fsutil.Fdatasync(f); !errors.Is(err, errors.ErrUnsupported) {
-		return err
-	}
-	return f.Sync()
+	s.abandon(fmt.Errorf("file: %s abandoned after a failed write", s.f.Name()))
 }
 
 // rotate completes the file being written: flushed, fsync'd, renamed to
-// its final name, the rename made durable.
+// its final name, the rename made durable. s.mu is held.
 func (s *Sink) rotate() error {
 	if err := s.flush(); err != nil {
 		return err
 	}
-	if err := s.sync(); err != nil {
+	f, end := s.f, pos{s.seq, s.size}
+	if err := fdatasync(f); err != nil {
+		err = &Error{Op: "fsync", Path: f.Name(), Offset: -1, Err: err}
+		s.abandon(err)
 		return err
 	}
-	open := s.f.Name()
-	if err := s.f.Close(); err != nil {
-		s.f = nil
-		return &Error{Op: "close", Path: open, Offset: -1, Err: err}
-	}
 	s.f = nil
-	if err := os.Rename(open, s.name(s.seq)); err != nil {
-		return &Error{Op: "rename", Path: open, Offset: -1, Err: err}
+	open := f.Name()
+	err := f.Close()
+	if err != nil {
+		err = &Error{Op: "close", Path: open, Offset: -1, Err: err}
+	} else if err = os.Rename(open, s.name(s.seq)); err != nil {
+		err = &Error{Op: "rename", Path: open, Offset: -1, Err: err}
+	} else {
+		err = s.syncDir()
 	}
-	return s.syncDir()
+	if err != nil {
+		// Its lines are on the disk, its name may not be: its writers
+		// not yet answered fail, and the next start completes it.
+		s.broken[end.seq] = err
+		return err
+	}
+	if s.durable.before(end) {
+		s.durable = end
+	}
+	return nil
 }
 
 // Close completes the file being written (renamed to its final name) and
@@ -352,6 +417,9 @@ func (s *Sink) Close() error {
 		return nil
 	}
 	s.closed = true
+	for s.syncing {
+		s.synced.Wait()
+	}
 	var err error
 	if s.f != nil {
 		err = s.rotate()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/runnel-dev/runnel/vertex"
@@ -179,6 +180,59 @@ func TestSinkValidate(t *testing.T) {
 		var oe *vertex.OptionError
 		if err := c.sink.Validate(); !errors.As(err, &oe) || oe.Option != c.option || oe.Package != "file" {
 			t.Errorf("Validate: %v, want an OptionError of file naming %s", err, c.option)
+		}
+	}
+}
+
+// TestSinkConcurrentWriters: Writes from several goroutines, as a vertex's
+// workers make them, share flushes and rotations: every line is in the
+// files once, whole, the files hold RotateLines lines but the last.
+func TestSinkConcurrentWriters(t *testing.T) {
+	const writers, writes, per, rotate = 8, 100, 5, 37
+	dir := t.TempDir()
+	s := newSink(t, dir, file.RotateLines(rotate))
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range writes {
+				vals := make([]string, per)
+				for k := range vals {
+					vals[k] = fmt.Sprintf("w%d-%d-%d", w, i, k)
+				}
+				if res, err := s.Write(context.Background(), msgsOf(vals...)); err != nil || res != nil {
+					t.Errorf("write: %v %v", res, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	seen := map[string]int{}
+	for i, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		if want := rotate; i < len(files)-1 && len(lines) != want || strings.HasSuffix(f, ".open") {
+			t.Fatalf("%s: %d lines, want %d (and no file left open)", f, len(lines), want)
+		}
+		for _, l := range lines {
+			seen[l]++
+		}
+	}
+	if len(seen) != writers*writes*per {
+		t.Fatalf("%d distinct lines, want %d", len(seen), writers*writes*per)
+	}
+	for l, c := range seen {
+		if c != 1 {
+			t.Fatalf("line %q %d times", l, c)
 		}
 	}
 }
