@@ -42,6 +42,10 @@
 //     [*Error] naming it (errors.Is(err, fs.ErrPermission) tells why).
 //   - Replicas of the source vertex share one reader: a second replica
 //     does not read faster.
+//   - A failure of the source (a changed file, a line too long, a file it
+//     cannot read) fails the pipeline: it is no vertex.RetryDefaulter, as
+//     retrying reads the same bytes again. A vertex.Retry policy on the
+//     source vertex retries it anyway (a file being fixed by hand).
 //
 // # Source: files that change
 //
@@ -92,7 +96,8 @@
 //
 // A Value containing a newline cannot be one line: the sink answers
 // vertex.ResultFallback for it, so it goes to the vertex's fallback sink,
-// and without one the pipeline fails. Writes of a vertex's replicas and
-// concurrent workers are serialized (one sequence of files, one fsync per
-// batch): larger batches, not more workers, make the sink faster.
+// and without one the pipeline fails. The Writes of a vertex's replicas and
+// workers append one after another (one sequence of files) and share their
+// flushes: one fdatasync covers every Write that appended while the
+// previous one ran, so more workers do not mean more flushes.
 package file

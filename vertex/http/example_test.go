@@ -26,12 +26,15 @@ func ExampleNewSource() {
 	p := pipeline.New("ingest")
 	pipeline.Sink(p, "out", pipeline.Source(p, "in", src), vertex.ToChannel(got), vertex.Concurrency(1))
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	ran := make(chan error)
 	go func() { ran <- p.Run(ctx) }()
 
 	resp, err := srv.Client().Post(srv.URL+"/ingest", "application/x-ndjson", strings.NewReader("{\"n\":1}\n{\"n\":2}\n"))
 	if err != nil {
 		fmt.Println(err)
+		cancel()
+		<-ran
 		return
 	}
 	body, _ := io.ReadAll(resp.Body)

@@ -251,8 +251,15 @@ func (s *Source) Read(ctx context.Context, max int) ([]vertex.Message[[]byte], e
 			clear(s.queue[s.head : s.head+n])
 			if s.head += n; s.head == len(s.queue) {
 				s.queue, s.head = s.queue[:0], 0
-			} else if s.head > len(s.queue)/2 {
-				s.queue, s.head = s.queue[:copy(s.queue, s.queue[s.head:])], 0
+			} else {
+				if s.head > len(s.queue)/2 {
+					s.queue, s.head = s.queue[:copy(s.queue, s.queue[s.head:])], 0
+				}
+				// Records are left: another replica's Read may be waiting.
+				select {
+				case s.wake <- struct{}{}:
+				default:
+				}
 			}
 			s.mu.Unlock()
 			return out, nil
