@@ -64,7 +64,7 @@ func (rt *runtime) abandon(err error) {
 // replicaConfig is what the forwarder of replica r of n needs.
 func (rt *runtime) replicaConfig(n *node, r int) forwarder.Config {
 	c := forwarder.Config{
-		Vertex: n.name, Replica: r, Options: n.cfg, Counters: n.counters[r], Failures: n.failures,
+		Vertex: n.name, Replica: r, Options: n.cfg, Counters: n.counters[r], Failures: n.failures, Drops: n.drops,
 		Logger: rt.log.With(zap.String("vertex", n.name), zap.Int("replica", r)),
 		Run:    rt.run,
 		// On shared storage a stop ends no stream (subset.go).
@@ -224,6 +224,9 @@ func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) error {
 		defer p.stopWatermarks(rt, p.watermarks())
 	}
 	p.start(rt)
+	for _, n := range p.nodes {
+		n.drops.Flush(rt.log, zap.String("vertex", n.name)) // what the rate limit held back
+	}
 	err = errors.Join(rt.err(), p.close())
 	rt.log.Info("pipeline stopped", zap.Error(err))
 	return err
@@ -235,7 +238,7 @@ func (p *Pipeline) open(c *config) error {
 	defer p.mu.Unlock()
 	for _, n := range p.nodes {
 		n.counters = make([]*forwarder.Counters, n.cfg.Replicas)
-		n.failures = &forwarder.FailureLog{}
+		n.failures, n.drops = &forwarder.FailureLog{}, &forwarder.DropLog{}
 		for r := range n.counters {
 			n.counters[r] = new(forwarder.Counters)
 		}
