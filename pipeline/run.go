@@ -211,6 +211,9 @@ func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) error {
 	p.attach(rt) // a Stop or Drain reaches rt from here
 	defer p.detach()
 	rt.log.Info("pipeline starting", zap.Int("vertices", len(p.nodes)), zap.String("run", run), zap.Stringer("storage", cfg.storage))
+	if cfg.storage.Durable() {
+		p.logPositions(rt.log)
+	}
 	if err := p.prepare(rt); err != nil {
 		return errors.Join(rt.err(), err, p.close())
 	}
@@ -230,6 +233,20 @@ func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) error {
 	err = errors.Join(rt.err(), p.close())
 	rt.log.Info("pipeline stopped", zap.Error(err))
 	return err
+}
+
+// logPositions logs where each vertex this process runs resumes its input
+// buffer, on durable storage: its commit per partition and the backlog
+// after it (what a restart reads again or for the first time).
+func (p *Pipeline) logPositions(log *zap.Logger) {
+	for _, n := range p.nodes {
+		if n.in == nil || n.kind == kindSource {
+			continue
+		}
+		if pos := n.in.positions(); len(pos) > 0 {
+			log.Info("vertex resumes its input buffer", zap.String("vertex", n.name), zap.Strings("partitions", pos))
+		}
+	}
 }
 
 // open creates every input buffer and the counters.
