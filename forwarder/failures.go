@@ -28,12 +28,11 @@ type FailureLog struct {
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 
-	mu         sync.Mutex
-	lastLine   time.Time // of the last failure line; zero: none yet
-	suppressed int64     // failures not logged since the last line
-	outage     bool      // failing, and a line of this outage was logged
-	since      time.Time // first failure of the outage
-	failures   int64     // failures of the outage
+	mu       sync.Mutex
+	lines    lineLimit // of the failure lines
+	outage   bool      // failing, and a line of this outage was logged
+	since    time.Time // first failure of the outage
+	failures int64     // failures of the outage
 }
 
 func (l *FailureLog) now() time.Time {
@@ -60,16 +59,16 @@ func (l *FailureLog) failed(log *zap.Logger, msg string, fields ...zap.Field) {
 		l.since = now
 	}
 	l.failures++
-	if !l.lastLine.IsZero() && now.Sub(l.lastLine) < every {
-		l.suppressed++
+	count, ok := l.lines.allow(now, every, 1)
+	if !ok {
 		l.mu.Unlock()
 		return
 	}
-	suppressed := l.suppressed
-	l.lastLine, l.suppressed, l.outage = now, 0, true
+	l.outage = true
 	l.mu.Unlock()
 	if log != nil {
-		log.Warn(msg, append(fields, zap.Int64("suppressed", suppressed))...)
+		// The failures since the last line, but for this one.
+		log.Warn(msg, append(fields, zap.Int64("suppressed", count-1))...)
 	}
 }
 

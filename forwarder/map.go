@@ -54,7 +54,7 @@ func RunResumedMap[In, Out any](hard, stop context.Context, cfg Config, in Input
 		}
 		rp.r.anchors = a // told of every read batch and every commit
 	}
-	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, rp.r.watermark)
+	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, rp.r.watermark).reportingTo(cfg)
 	rp.stage = stage[In]{mode: modeOf(cfg), out: w, stages: w.Stages()}
 	if rp.stage.stages {
 		// Durable storage that stages writes: a worker maps its next
@@ -231,7 +231,7 @@ func mapEach[In, Out any](ctx context.Context, fn AppendFunc[In, Out], chunk []i
 func RunMapStream[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn vertex.MapStreamFunc[In, Out]) error {
 	cfg = cfg.withFailures()
 	rp := newReplica(hard, stop, cfg, in)
-	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, rp.r.watermark)
+	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, rp.r.watermark).reportingTo(cfg)
 	rp.stage = stage[In]{mode: modeOf(cfg), out: w}
 	for range rp.workers() {
 		buf := &WriteBuffer[Out]{}
@@ -274,7 +274,7 @@ func RunBatchMap[In, Out any](hard, stop context.Context, cfg Config, in Input[I
 	cfg = cfg.withFailures()
 	fn = guardBatch(fn)
 	rp := newReplica(hard, stop, cfg, in)
-	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, rp.r.watermark)
+	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, rp.r.watermark).reportingTo(cfg)
 	rp.stage = stage[In]{mode: chunkWhole, out: w}
 	for range rp.workers() {
 		buf := &WriteBuffer[Out]{}
@@ -297,6 +297,7 @@ func RunBatchMap[In, Out any](hard, stop context.Context, cfg Config, in Input[I
 						return nil, err
 					}
 					cfg.Counters.dropped.Add(int64(len(msgs) - 1)) // exhausted counted one
+					cfg.reportDrop(DropExhausted, len(msgs)-1)
 					return nil, nil
 				}
 			}

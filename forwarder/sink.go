@@ -219,5 +219,6 @@ func writeFallback[T any](ctx context.Context, cfg Config, fallback vertex.Sink[
 		}
 	}
 	cfg.Counters.fallback.Add(int64(len(msgs)))
+	cfg.reportDrop(ToFallbackSink, len(msgs), zap.String("id", msgs[0].ID))
 	return nil
 }

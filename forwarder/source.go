@@ -102,7 +102,7 @@ func newSourceReplica[T any](hard, stop context.Context, cfg Config, src vertex.
 	sr.buffered, _ = src.(vertex.BufferedSource[T])
 	sr.retries = sourceRetries(cfg, src)
 	sr.cfg.Options.Retry = retryWithDefaults(cfg.Options.Retry)
-	sr.w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, sr.marks.watermark)
+	sr.w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, sr.marks.watermark).reportingTo(cfg)
 	readSize := 0
 	if sr.buffered != nil {
 		readSize = cfg.Options.BatchSize

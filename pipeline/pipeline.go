@@ -178,6 +178,7 @@ type node struct {
 	in       buffer
 	counters []*forwarder.Counters
 	failures *forwarder.FailureLog // shared by the replicas: the rate limit of their failure lines is the vertex's
+	drops    *forwarder.DropLog    // likewise, for the lines about dropped messages
 	final    int64                 // pending of the closed buffer
 	leases   []isb.Lease           // a source's claims of its replicas on shared storage
 	wm       *vertexWatermarks     // nil: watermarks off

@@ -64,7 +64,7 @@ func (rt *runtime) abandon(err error) {
 // replicaConfig is what the forwarder of replica r of n needs.
 func (rt *runtime) replicaConfig(n *node, r int) forwarder.Config {
 	c := forwarder.Config{
-		Vertex: n.name, Replica: r, Options: n.cfg, Counters: n.counters[r], Failures: n.failures,
+		Vertex: n.name, Replica: r, Options: n.cfg, Counters: n.counters[r], Failures: n.failures, Drops: n.drops,
 		Logger: rt.log.With(zap.String("vertex", n.name), zap.Int("replica", r)),
 		Run:    rt.run,
 		// On shared storage a stop ends no stream (subset.go).
@@ -211,6 +211,9 @@ func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) error {
 	p.attach(rt) // a Stop or Drain reaches rt from here
 	defer p.detach()
 	rt.log.Info("pipeline starting", zap.Int("vertices", len(p.nodes)), zap.String("run", run), zap.Stringer("storage", cfg.storage))
+	if cfg.storage.Durable() {
+		p.logPositions(rt.log)
+	}
 	if err := p.prepare(rt); err != nil {
 		return errors.Join(rt.err(), err, p.close())
 	}
@@ -224,9 +227,26 @@ func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) error {
 		defer p.stopWatermarks(rt, p.watermarks())
 	}
 	p.start(rt)
+	for _, n := range p.nodes {
+		n.drops.Flush(rt.log, zap.String("vertex", n.name)) // what the rate limit held back
+	}
 	err = errors.Join(rt.err(), p.close())
 	rt.log.Info("pipeline stopped", zap.Error(err))
 	return err
+}
+
+// logPositions logs where each vertex this process runs resumes its input
+// buffer, on durable storage: its commit per partition and the backlog
+// after it (what a restart reads again or for the first time).
+func (p *Pipeline) logPositions(log *zap.Logger) {
+	for _, n := range p.nodes {
+		if n.in == nil || n.kind == kindSource {
+			continue
+		}
+		if pos := n.in.positions(); len(pos) > 0 {
+			log.Info("vertex resumes its input buffer", zap.String("vertex", n.name), zap.Strings("partitions", pos))
+		}
+	}
 }
 
 // open creates every input buffer and the counters.
@@ -235,7 +255,7 @@ func (p *Pipeline) open(c *config) error {
 	defer p.mu.Unlock()
 	for _, n := range p.nodes {
 		n.counters = make([]*forwarder.Counters, n.cfg.Replicas)
-		n.failures = &forwarder.FailureLog{}
+		n.failures, n.drops = &forwarder.FailureLog{}, &forwarder.DropLog{}
 		for r := range n.counters {
 			n.counters[r] = new(forwarder.Counters)
 		}
