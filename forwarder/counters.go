@@ -19,26 +19,26 @@ type Counters struct {
 	lastErr                                                atomic.Pointer[ErrorRecord]
 }
 
-// DropReason is why messages were dropped.
-type DropReason uint8
+// dropReason indexes Counters.drops: the reasons of droplog.go, as
+// DropCounts counts them.
+type dropReason uint8
 
-// The reasons a forwarder drops messages.
 const (
-	DropTagged  DropReason = iota // tagged vertex.DropTag
-	DropNoEdge                    // no outgoing edge's condition matched the tags
-	DropFull                      // the destination buffer was full and the edge discards
-	DropRetries                   // the retry policy gave up (vertex.DropMessage)
-	DropLate                      // a reduce's late message without a late stream
+	reasonTagged  dropReason = iota // DropTagged
+	reasonNoEdge                    // DropUnrouted
+	reasonFull                      // DropFull
+	reasonRetries                   // DropExhausted
+	reasonLate                      // DropLate
 	numDropReasons
 )
 
-// DropReasons lists every DropReason, in order.
-var DropReasons = [...]DropReason{DropTagged, DropNoEdge, DropFull, DropRetries, DropLate}
-
-// String is the reason as a metric label: "drop_tag", "no_edge",
-// "buffer_full", "retries_exhausted" or "late".
-func (r DropReason) String() string {
-	return [...]string{"drop_tag", "no_edge", "buffer_full", "retries_exhausted", "late"}[r]
+// DropCounts are dropped messages by reason (the reasons of DropLog).
+type DropCounts struct {
+	Tagged  int64 // DropTagged: tagged vertex.DropTag
+	NoEdge  int64 // DropUnrouted: no outgoing edge's condition matched the tags
+	Full    int64 // DropFull: the destination buffer was full and the edge discards
+	Retries int64 // DropExhausted: the retry policy gave up (vertex.DropMessage)
+	Late    int64 // DropLate: a reduce's late message without a late stream
 }
 
 // Stats is a snapshot of [Counters].
@@ -54,8 +54,7 @@ type Stats struct {
 	InFlight     int64 // messages read and not yet acked, now
 	PeakInFlight int64 // the highest InFlight seen
 	OpenWindows  int64 // reduce: open windows now, one per window and key
-	// Drops are the dropped messages by reason, indexed by DropReason.
-	Drops [numDropReasons]int64
+	Drops        DropCounts // the dropped messages by reason
 }
 
 // Snapshot returns the current values.
@@ -65,10 +64,11 @@ func (c *Counters) Snapshot() Stats {
 		Retried: c.retried.Load(), Fallback: c.fallback.Load(), Results: c.results.Load(), Late: c.late.Load(),
 		InFlight: c.inFlight.Load(), PeakInFlight: c.peakInFlight.Load(), OpenWindows: c.openWindows.Load(),
 	}
-	for i := range c.drops {
-		s.Drops[i] = c.drops[i].Load()
-		s.Dropped += s.Drops[i]
+	s.Drops = DropCounts{
+		Tagged: c.drops[reasonTagged].Load(), NoEdge: c.drops[reasonNoEdge].Load(), Full: c.drops[reasonFull].Load(),
+		Retries: c.drops[reasonRetries].Load(), Late: c.drops[reasonLate].Load(),
 	}
+	s.Dropped = s.Drops.Tagged + s.Drops.NoEdge + s.Drops.Full + s.Drops.Retries + s.Drops.Late
 	return s
 }
 
@@ -80,8 +80,9 @@ func (s Stats) Add(o Stats) Stats {
 		Dropped: s.Dropped + o.Dropped, Retried: s.Retried + o.Retried, Fallback: s.Fallback + o.Fallback, Results: s.Results + o.Results, Late: s.Late + o.Late,
 		InFlight: s.InFlight + o.InFlight, PeakInFlight: max(s.PeakInFlight, o.PeakInFlight), OpenWindows: s.OpenWindows + o.OpenWindows,
 	}
-	for i := range out.Drops {
-		out.Drops[i] = s.Drops[i] + o.Drops[i]
+	out.Drops = DropCounts{
+		Tagged: s.Drops.Tagged + o.Drops.Tagged, NoEdge: s.Drops.NoEdge + o.Drops.NoEdge, Full: s.Drops.Full + o.Drops.Full,
+		Retries: s.Drops.Retries + o.Drops.Retries, Late: s.Drops.Late + o.Drops.Late,
 	}
 	return out
 }
@@ -112,7 +113,7 @@ func (c *Counters) NoteError(err error) {
 }
 
 // drop counts n messages dropped for reason.
-func (c *Counters) drop(reason DropReason, n int) {
+func (c *Counters) drop(reason dropReason, n int) {
 	if n > 0 {
 		c.drops[reason].Add(int64(n))
 	}

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/vertex"
 )
@@ -34,7 +36,8 @@ type Writer[T any] struct {
 	counters *Counters
 	pub      WatermarkPublisher
 	wm       func() time.Time
-	anyCond  bool // some edge has a condition
+	anyCond  bool    // some edge has a condition
+	cfg      *Config // where drops are reported (nil: not reported)
 }
 
 type edgeWriter[T any] struct {
@@ -94,6 +97,20 @@ func NewWriter[T any](edges []Edge[T], counters *Counters, pub WatermarkPublishe
 		}
 	}
 	return w
+}
+
+// reportingTo makes w report the messages it drops as cfg says
+// (Config.reportDrop), and returns w.
+func (w *Writer[T]) reportingTo(cfg Config) *Writer[T] {
+	w.cfg = &cfg
+	return w
+}
+
+// reportDrop reports n messages dropped for reason, when w reports.
+func (w *Writer[T]) reportDrop(reason string, n int, fields ...zap.Field) {
+	if w.cfg != nil && n > 0 {
+		w.cfg.reportDrop(reason, n, fields...)
+	}
 }
 
 // keysOf is the routing key of a message: its key list, which isb.ByKeys
@@ -199,9 +216,12 @@ func (w *Writer[T]) write(ctx context.Context, msgs []vertex.Message[T], buf *Wr
 	if !w.anyCond && !drops {
 		return nil
 	}
-	tagged, unrouted := w.countUnrouted(msgs)
-	w.counters.drop(DropTagged, tagged)
-	w.counters.drop(DropNoEdge, unrouted)
+	if tagged, unrouted := w.countUnrouted(msgs); tagged+unrouted > 0 {
+		w.counters.drop(reasonTagged, tagged)
+		w.counters.drop(reasonNoEdge, unrouted)
+		w.reportDrop(DropTagged, tagged)
+		w.reportDrop(DropUnrouted, unrouted)
+	}
 	clear(buf.sel) // let the values be collected
 	return nil
 }

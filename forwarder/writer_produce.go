@@ -111,13 +111,16 @@ func (w *Writer[T]) produceKeyed(ctx context.Context, e *edgeWriter[T], items []
 }
 
 // wrote counts written of n messages to e as written and the rest as
-// discarded (dropped because e's buffer was full).
+// dropped (e discards when full and had no room for them).
 func (w *Writer[T]) wrote(e *edgeWriter[T], n, written int) {
 	w.counters.written.Add(int64(written))
-	w.counters.drop(DropFull, n-written)
 	if c := e.Counters; c != nil {
 		c.written.Add(int64(written))
-		if n > written {
+	}
+	if n > written {
+		w.counters.drop(reasonFull, n-written)
+		w.reportDrop(DropFull, n-written)
+		if c := e.Counters; c != nil {
 			c.discarded.Add(int64(n - written))
 		}
 	}

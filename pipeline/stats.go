@@ -88,10 +88,7 @@ type Drops struct {
 func countersOf(s forwarder.Stats) Counters {
 	return Counters{
 		Read: s.Read, Written: s.Written, Acked: s.Acked, Dropped: s.Dropped,
-		Drops: Drops{
-			Tagged: s.Drops[forwarder.DropTagged], NoEdge: s.Drops[forwarder.DropNoEdge], Full: s.Drops[forwarder.DropFull],
-			Retries: s.Drops[forwarder.DropRetries], Late: s.Drops[forwarder.DropLate],
-		},
+		Drops:   Drops(s.Drops),
 		Retried: s.Retried, Fallback: s.Fallback, Results: s.Results, Late: s.Late,
 		InFlight: s.InFlight, PeakInFlight: s.PeakInFlight, OpenWindows: s.OpenWindows,
 	}

@@ -61,8 +61,8 @@ func (p *Pipeline) Status() Status {
 	case p.ran:
 		st.State = "stopped"
 	}
-	if p.rt != nil {
-		if err := p.rt.err(); err != nil {
+	if p.last != nil {
+		if err := p.last.err(); err != nil {
 			st.Error = err.Error()
 		}
 	}
