@@ -43,17 +43,17 @@ type DropCounts struct {
 
 // Stats is a snapshot of [Counters].
 type Stats struct {
-	Read         int64 // messages read (from the input buffer or the source)
-	Written      int64 // messages written to downstream buffers, or delivered by a sink (a reduce: results and late messages)
-	Acked        int64 // input messages acked (done, including dropped)
-	Dropped      int64 // messages dropped, for any reason: the sum of Drops
-	Retried      int64 // retries of UDF calls or sink writes, per message
-	Fallback     int64 // messages delivered to the fallback sink
-	Results      int64 // reduce: window results emitted (one per window, key and output of the reduce function)
-	Late         int64 // reduce: messages whose windows were all closed (to the late stream, or dropped without one)
-	InFlight     int64 // messages read and not yet acked, now
-	PeakInFlight int64 // the highest InFlight seen
-	OpenWindows  int64 // reduce: open windows now, one per window and key
+	Read         int64      // messages read (from the input buffer or the source)
+	Written      int64      // messages written to downstream buffers, or delivered by a sink (a reduce: results and late messages)
+	Acked        int64      // input messages acked (done, including dropped)
+	Dropped      int64      // messages dropped, for any reason: the sum of Drops
+	Retried      int64      // retries of UDF calls or sink writes, per message
+	Fallback     int64      // messages delivered to the fallback sink
+	Results      int64      // reduce: window results emitted (one per window, key and output of the reduce function)
+	Late         int64      // reduce: messages whose windows were all closed (to the late stream, or dropped without one)
+	InFlight     int64      // messages read and not yet acked, now
+	PeakInFlight int64      // the highest InFlight seen
+	OpenWindows  int64      // reduce: open windows now, one per window and key
 	Drops        DropCounts // the dropped messages by reason
 }
 
