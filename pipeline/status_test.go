@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -169,5 +171,96 @@ func TestStatusShowsFullBuffer(t *testing.T) {
 	st = p.Status()
 	if st.Vertices[1].Full || st.Edges[0].Full || st.Vertices[1].Read != 1000 || st.Vertices[1].Partitions[0].Replica != -1 {
 		t.Fatalf("after the run: %+v, edge %+v", st.Vertices[1], st.Edges[0])
+	}
+}
+
+// TestStatusCountsDiscardsAndWindows: an edge that discards when full
+// counts what it discarded, as the writer's buffer_full drops, and what
+// it wrote is what the sink read; a reduce shows its open windows while
+// they are open, and a message for a closed window as late and dropped.
+func TestStatusCountsDiscardsAndWindows(t *testing.T) {
+	p := pipeline.New("discards")
+	src := pipeline.Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }).WithCount(2000))
+	release := make(chan struct{})
+	pipeline.Sink(p, "slow", src.DiscardWhenFull(), vertex.Func(func(ctx context.Context, _ []vertex.Message[int64]) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}), vertex.BufferCapacity(50), vertex.BatchSize(10), vertex.MaxInFlight(10))
+	done := make(chan error, 1)
+	go func() { done <- p.Run(context.Background()) }()
+	waitStatus(t, p, "the source wrote everything", func(st pipeline.Status) bool { return st.Vertices[0].Acked == 2000 })
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	st := p.Status()
+	gen, slow, e := st.Vertices[0], st.Vertices[1], st.Edges[0]
+	if !e.Discard || e.Discarded == 0 || e.Discarded != gen.Drops.Full || gen.Dropped != gen.Drops.Full ||
+		e.Written != slow.Read || e.Written+e.Discarded != 2000 || gen.Written != e.Written {
+		t.Fatalf("edge %+v; gen %+v; slow read %d", e, gen.Counters, slow.Read)
+	}
+
+	// Windows: 3 keys in one minute-window, then a message a minute
+	// later closes it, then one for the closed window is late.
+	ch := make(chan vertex.Message[int], 1)
+	p = pipeline.New("windows")
+	in := pipeline.Source[int](p, "in", messagesFrom(ch))
+	counts, _ := pipeline.Reduce(p, "count", in, vertex.Fixed(time.Minute), vertex.Counting[int]())
+	got := make(chan vertex.Message[vertex.Windowed[int64]], 10)
+	pipeline.Sink(p, "out", counts, vertex.ToChannel(got))
+	done = make(chan error, 1)
+	go func() { done <- p.Run(context.Background()) }()
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, k := range []string{"a", "b", "c", "a"} {
+		ch <- vertex.Message[int]{ID: fmt.Sprint(i), EventTime: t0.Add(time.Duration(i) * time.Second), Keys: []string{k}, Value: i}
+	}
+	waitStatus(t, p, "3 windows open", func(st pipeline.Status) bool { return st.Vertices[1].OpenWindows == 3 && st.Vertices[1].Acked == 4 })
+	ch <- vertex.Message[int]{ID: "later", EventTime: t0.Add(2 * time.Minute), Keys: []string{"a"}}
+	waitStatus(t, p, "the first window closed", func(st pipeline.Status) bool {
+		return st.Vertices[1].Results == 3 && st.Vertices[1].OpenWindows == 1
+	})
+	ch <- vertex.Message[int]{ID: "late", EventTime: t0.Add(5 * time.Second), Keys: []string{"b"}}
+	waitStatus(t, p, "the late message counted", func(st pipeline.Status) bool { return st.Vertices[1].Acked == 6 })
+	close(ch)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	c := p.Status().Vertices[1]
+	if c.Late != 1 || c.Drops.Late != 1 || c.Dropped != 1 || c.Results != 4 || c.OpenWindows != 0 {
+		t.Fatalf("reduce after the run: %+v", c.Counters)
+	}
+	if r := c.PerReplica[0]; r.OpenWindows != 0 || r.Results != 4 {
+		t.Fatalf("replica 0: %+v", r)
+	}
+}
+
+// messagesFrom is a source of the messages received from ch, one per
+// Read, with their event times and keys; it ends when ch is closed.
+type messagesFrom chan vertex.Message[int]
+
+func (s messagesFrom) Read(ctx context.Context, _ int) ([]vertex.Message[int], error) {
+	select {
+	case m, ok := <-s:
+		if !ok {
+			return nil, io.EOF
+		}
+		return []vertex.Message[int]{m}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// waitStatus polls p.Status, bounded, until cond holds.
+func waitStatus(t *testing.T, p *pipeline.Pipeline, what string, cond func(pipeline.Status) bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for st := p.Status(); !cond(st); st = p.Status() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s: %+v", what, st.Vertices)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
