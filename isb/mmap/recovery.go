@@ -91,13 +91,8 @@ func (p *partition[T]) recover() error {
 		p.segs = append(p.segs, s)
 	}
 	for i, s := range p.segs[:len(p.segs)-1] {
-		nextFirst := p.segs[i+1].first
-		if s.next == unsealed {
-			return corrupt(s.path, 0, "segment is not sealed but %s follows it", segmentFileName(nextFirst))
-		}
-		if s.next != nextFirst {
-			return corrupt(filepath.Join(p.dir, segmentFileName(s.next)), -1,
-				"missing segment: %s ends before offset %d but the next segment file starts at %d", filepath.Base(s.path), s.next, nextFirst)
+		if err := checkSealed(p.dir, s, p.segs[i+1].first); err != nil {
+			return err
 		}
 	}
 	cur, clean, err := p.checkProducerCheckpoint(head)
@@ -113,9 +108,8 @@ func (p *partition[T]) recover() error {
 	}
 	p.keepCommitted(&cur)
 	for group, c := range p.commits {
-		if c < head || c > cur.tail {
-			return corrupt(filepath.Join(p.dir, offsetsDir, escapeGroup(group), consumerFile), -1,
-				"group %q committed offset %d, outside the log [%d, %d]", group, c, head, cur.tail)
+		if err := checkCommit(p.dir, group, c, head, cur.tail); err != nil {
+			return err
 		}
 	}
 	p.head.Store(head)
@@ -135,6 +129,30 @@ func (p *partition[T]) recover() error {
 		if err := p.checkpointProducerLocked(false); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkSealed refuses a segment s of partition directory dir that is
+// followed by a segment starting at nextFirst but not sealed there: a
+// segment is missing, or the log was not written by this package.
+func checkSealed(dir string, s *segment, nextFirst int64) *CorruptError {
+	if s.next == unsealed {
+		return corrupt(s.path, 0, "segment is not sealed but %s follows it", segmentFileName(nextFirst))
+	}
+	if s.next != nextFirst {
+		return corrupt(filepath.Join(dir, segmentFileName(s.next)), -1,
+			"missing segment: %s ends before offset %d but the next segment file starts at %d", filepath.Base(s.path), s.next, nextFirst)
+	}
+	return nil
+}
+
+// checkCommit refuses a commit outside the log [head, tail]: the log lost
+// records a group had consumed, or the commit file is not this log's.
+func checkCommit(dir, group string, c, head, tail int64) *CorruptError {
+	if c < head || c > tail {
+		return corrupt(filepath.Join(dir, offsetsDir, escapeGroup(group), consumerFile), -1,
+			"group %q committed offset %d, outside the log [%d, %d]", group, c, head, tail)
 	}
 	return nil
 }
@@ -401,29 +419,20 @@ func (p *partition[T]) checkProducerCheckpoint(head int64) (_ writePos, clean bo
 func (p *partition[T]) scanForward(cur *writePos) error {
 	for {
 		s := cur.seg
-		limit := segmentLimit(s)
 		var pos []uint32
-		data := s.data[:s.dataEnd(cur.pos)]
-		for cur.tail < limit {
-			st := scanStep(data, cur.pos, cur.tail, limit)
-			if st.kind == stepRecord {
-				pos = append(pos, uint32(cur.pos))
-				cur.last, cur.pos = cur.pos, st.next
-				cur.tail++
-				continue
-			}
-			if st.kind == stepTorn {
+		scanRange(s.data[:s.dataEnd(cur.pos)], cur, segmentLimit(s), func(st step, at int, off int64) {
+			switch st.kind {
+			case stepRecord:
+				pos = append(pos, uint32(at))
+			case stepTorn:
 				p.b.cfg.log.Warn("mmap: cut a torn record at the end of the log",
-					zap.String("segment", s.path), zap.Int("byte", cur.pos), zap.Int64("offset", cur.tail), zap.String("reason", st.reason))
+					zap.String("segment", s.path), zap.Int("byte", at), zap.Int64("offset", off), zap.String("reason", st.reason))
+			case stepDamaged:
+				p.b.cfg.log.Warn("mmap: damaged records kept in the log: reading them reports them",
+					zap.String("segment", s.path), zap.Int("byte", at), zap.Int64("from", off), zap.Int64("to", st.found-1), zap.String("reason", st.reason))
+				pos = appendDamaged(pos, at, st.next, st.found-off)
 			}
-			if st.kind != stepDamaged {
-				break
-			}
-			p.b.cfg.log.Warn("mmap: damaged records kept in the log: reading them reports them",
-				zap.String("segment", s.path), zap.Int("byte", cur.pos), zap.Int64("from", cur.tail), zap.Int64("to", st.found-1), zap.String("reason", st.reason))
-			pos = appendDamaged(pos, cur.pos, st.next, st.found-cur.tail)
-			cur.pos, cur.tail = st.next, st.found
-		}
+		})
 		s.eager = append(s.eager, pos...)
 		if s.next == unsealed {
 			return nil
@@ -448,6 +457,27 @@ func (p *partition[T]) scanForward(cur *writePos) error {
 		}
 		*cur = writePos{seg: n, pos: segmentHeaderSize, last: -1, tail: n.first}
 		n.eagerFirst = n.first
+	}
+}
+
+// scanRange advances cur over the records of data (a segment's bytes up
+// to where its written data ends) with scanStep, up to offset limit or the
+// end of the records, calling visit with each step, the byte position and
+// the offset it was taken at. cur ends after the last record, or at the
+// end or torn record that stopped the scan.
+func scanRange(data []byte, cur *writePos, limit int64, visit func(st step, at int, off int64)) {
+	for cur.tail < limit {
+		st := scanStep(data, cur.pos, cur.tail, limit)
+		visit(st, cur.pos, cur.tail)
+		switch st.kind {
+		case stepRecord:
+			cur.last, cur.pos = cur.pos, st.next
+			cur.tail++
+		case stepDamaged:
+			cur.pos, cur.tail = st.next, st.found
+		default:
+			return
+		}
 	}
 }
 
