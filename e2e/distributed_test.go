@@ -467,16 +467,12 @@ func TestDistributedReplicaTaken(t *testing.T) {
 // capacity and waits there; the vertices started later drain it, and the
 // results are exact.
 //
-// Known defect, left open in issue 21's note: about 1 run in 8 the reduce
-// judges one batch (100 messages) late, so the test runs only when
-// RUNNEL_E2E_UPSTREAM_FIRST is set. The suspect is the source's writes
-// overtaking each other while the buffer is full (8 batches in flight, each
-// checking the limit on its own), so a WMB sits below records with older
-// event times.
+// It found a defect (1 run in 12): the source's idle loop, while a staged
+// write was being retried after later ones, published an idle WMB at the
+// newest batch's watermark below the retried records, and the reduce judged
+// them late. TestRunSourceIdleWatermarkHeldByBatchesInFlight (forwarder) is
+// the unit test of the fix.
 func TestDistributedUpstreamFirst(t *testing.T) {
-	if os.Getenv("RUNNEL_E2E_UPSTREAM_FIRST") == "" {
-		t.Skip("known defect (1 run in 8: one batch judged late when the source fills a full buffer first); set RUNNEL_E2E_UPSTREAM_FIRST=1 to run")
-	}
 	const n, capacity = 20_000, 2_000
 	d := newDistRun(t, n, 0)
 	d.env = []string{distEnvCap + "=" + strconv.Itoa(capacity)}

@@ -19,7 +19,15 @@ type Config struct {
 	Options  Options // validated
 	Counters *Counters
 	Logger   *zap.Logger // nil logs nothing
-	Hooks    Hooks
+	// Failures rate-limits the lines logged about retried failures; the
+	// replicas of a vertex share one so that the limit is the vertex's
+	// (nil: each replica gets its own).
+	Failures *FailureLog
+	// Drops rate-limits the lines logged about messages dropped or sent to
+	// the fallback sink, shared by the replicas as Failures is (nil: each
+	// replica gets its own).
+	Drops *DropLog
+	Hooks Hooks
 	// Run identifies this run of the pipeline (optional): end-of-stream
 	// messages carry it, and a reader ignores the ends of another run
 	// (stale ones a killed run left in a durable buffer, see eos.go).
@@ -86,11 +94,30 @@ func exhausted(ctx context.Context, cfg Config, id string, attempts int, err err
 	}
 	if cfg.Options.Retry.OnExhausted == vertex.DropMessage {
 		cfg.Counters.dropped.Add(1)
-		if cfg.Logger != nil {
-			cfg.Logger.Warn("message dropped after retries", zap.String("vertex", cfg.Vertex),
-				zap.Int("replica", cfg.Replica), zap.String("id", id), zap.Int("attempts", attempts), zap.Error(err))
-		}
+		cfg.reportDrop(DropExhausted, 1, zap.String("id", id), zap.Int("attempts", attempts), zap.Error(err))
 		return nil
 	}
 	return &vertex.ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, MessageID: id, Attempts: attempts, Err: err}
+}
+
+// withFailures gives cfg a FailureLog and a DropLog of its own when it has
+// none.
+func (cfg Config) withFailures() Config {
+	if cfg.Failures == nil {
+		cfg.Failures = &FailureLog{}
+	}
+	if cfg.Drops == nil {
+		cfg.Drops = &DropLog{}
+	}
+	return cfg
+}
+
+// reportDrop logs on cfg.Logger (which names the vertex and replica),
+// rate-limited (Drops), n messages not delivered for reason; the counters
+// count them where they are dropped.
+func (cfg *Config) reportDrop(reason string, n int, fields ...zap.Field) {
+	if cfg.Drops == nil || cfg.Logger == nil {
+		return
+	}
+	cfg.Drops.record(cfg.Logger, reason, int64(n), fields...)
 }

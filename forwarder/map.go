@@ -45,6 +45,7 @@ func RunMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], e
 // found an earlier run wrote are not written again, and the replica holds
 // what it writes until its input's commit is durable. A nil res is RunMap.
 func RunResumedMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn AppendFunc[In, Out], res *MapResume) error {
+	cfg = cfg.withFailures()
 	rp := newReplica(hard, stop, cfg, in)
 	if res != nil {
 		a, err := newMapAnchors(res, cfg.Replica)
@@ -53,7 +54,7 @@ func RunResumedMap[In, Out any](hard, stop context.Context, cfg Config, in Input
 		}
 		rp.r.anchors = a // told of every read batch and every commit
 	}
-	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, rp.r.watermark)
+	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, rp.r.watermark).reportingTo(cfg)
 	rp.stage = stage[In]{mode: modeOf(cfg), out: w, stages: w.Stages()}
 	if rp.stage.stages {
 		// Durable storage that stages writes: a worker maps its next
@@ -188,7 +189,7 @@ func mapChunk[In, Out any](ctx context.Context, cfg Config, fn AppendFunc[In, Ou
 		// partial appends are overwritten.
 		m := &chunk[i].msg
 		mark := len(outs)
-		res, attempts, err := retryAfter(ctx, cfg.Options.Retry, cfg.Counters, err, func() ([]vertex.Message[Out], error) {
+		res, attempts, err := retryAfter(ctx, cfg, "map call", err, func() ([]vertex.Message[Out], error) {
 			return guardAppend(ctx, fn, *m, outs[:mark])
 		})
 		if err != nil {
@@ -228,8 +229,9 @@ func mapEach[In, Out any](ctx context.Context, fn AppendFunc[In, Out], chunk []i
 // emits is written before emit returns; the input is acked when fn returns
 // nil. A retried call emits its outputs again.
 func RunMapStream[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn vertex.MapStreamFunc[In, Out]) error {
+	cfg = cfg.withFailures()
 	rp := newReplica(hard, stop, cfg, in)
-	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, rp.r.watermark)
+	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, rp.r.watermark).reportingTo(cfg)
 	rp.stage = stage[In]{mode: modeOf(cfg), out: w}
 	for range rp.workers() {
 		buf := &WriteBuffer[Out]{}
@@ -248,7 +250,7 @@ func RunMapStream[In, Out any](hard, stop context.Context, cfg Config, in Input[
 					return struct{}{}, fn(ctx, m, emit)
 				}
 				if _, err := call(); err != nil {
-					_, attempts, err := retryAfter(ctx, cfg.Options.Retry, cfg.Counters, err, call)
+					_, attempts, err := retryAfter(ctx, cfg, "map-stream call", err, call)
 					if err != nil {
 						if err := exhausted(ctx, cfg, m.ID, attempts, err); err != nil {
 							return nil, err
@@ -269,9 +271,10 @@ func RunMapStream[In, Out any](hard, stop context.Context, cfg Config, in Input[
 // number of messages fails the replica with [vertex.ErrResultCount], even
 // after a retry and whatever the retry policy.
 func RunBatchMap[In, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[Out], fn vertex.BatchMapFunc[In, Out]) error {
+	cfg = cfg.withFailures()
 	fn = guardBatch(fn)
 	rp := newReplica(hard, stop, cfg, in)
-	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, rp.r.watermark)
+	w := NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, rp.r.watermark).reportingTo(cfg)
 	rp.stage = stage[In]{mode: chunkWhole, out: w}
 	for range rp.workers() {
 		buf := &WriteBuffer[Out]{}
@@ -286,7 +289,7 @@ func RunBatchMap[In, Out any](hard, stop context.Context, cfg Config, in Input[I
 			res, err := fn(ctx, msgs)
 			if err != nil {
 				var attempts int
-				res, attempts, err = retryAfter(ctx, cfg.Options.Retry, cfg.Counters, err, func() ([][]vertex.Message[Out], error) {
+				res, attempts, err = retryAfter(ctx, cfg, "batch map call", err, func() ([][]vertex.Message[Out], error) {
 					return fn(ctx, msgs)
 				})
 				if err != nil {
@@ -294,6 +297,7 @@ func RunBatchMap[In, Out any](hard, stop context.Context, cfg Config, in Input[I
 						return nil, err
 					}
 					cfg.Counters.dropped.Add(int64(len(msgs) - 1)) // exhausted counted one
+					cfg.reportDrop(DropExhausted, len(msgs)-1)
 					return nil, nil
 				}
 			}

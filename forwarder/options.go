@@ -15,6 +15,13 @@ type Options = vconfig.Config[vertex.RetryPolicy]
 // NewOptions applies opts over the defaults and validates the result; an
 // invalid option is an *isb.OptionError with Package "vertex" naming it.
 func NewOptions(opts ...vertex.Option) (Options, error) {
+	return NewVertexOptions(nil, opts...)
+}
+
+// NewVertexOptions is NewOptions for a vertex running fn (its source or
+// sink): when fn is a vertex.RetryDefaulter and opts set no policy
+// (vertex.Retry), its DefaultRetry is the vertex's, validated as if given.
+func NewVertexOptions(fn any, opts ...vertex.Option) (Options, error) {
 	c := Options{Replicas: 1, BatchSize: vconfig.DefaultBatchSize, Concurrency: vconfig.DefaultConcurrency,
 		BufferCapacity: vconfig.DefaultBufferCapacity}
 	if err := isb.ApplyOptions(&c, "vertex.Option", opts); err != nil {
@@ -28,9 +35,15 @@ func NewOptions(opts ...vertex.Option) (Options, error) {
 	if c.Set&vconfig.MaxInFlight == 0 {
 		c.MaxInFlight = 4 * c.BatchSize
 	}
+	if d, ok := fn.(vertex.RetryDefaulter); ok && c.Set&vconfig.Retry == 0 {
+		c.Retry = d.DefaultRetry()
+	}
 	c.Retry = retryWithDefaults(c.Retry)
 	bad := func(opt string, v any, reason string) (Options, error) {
 		return c, &isb.OptionError{Package: "vertex", Option: opt, Value: v, Reason: reason}
+	}
+	if err := checkBounds(c); err != nil {
+		return c, err
 	}
 	switch {
 	case c.Replicas < 1:
@@ -48,13 +61,34 @@ func NewOptions(opts ...vertex.Option) (Options, error) {
 	case c.BufferCapacity < 0:
 		return bad("BufferCapacity", c.BufferCapacity, "must be 0 (unbounded) or positive")
 	case c.Retry.MaxAttempts < 1:
-		return bad("Retry.MaxAttempts", c.Retry.MaxAttempts, "must be at least 1")
+		return bad("Retry.MaxAttempts", c.Retry.MaxAttempts, "must be at least 1 (vertex.UntilStopped: no limit)")
 	case c.Retry.InitialBackoff < 0 || c.Retry.MaxBackoff < c.Retry.InitialBackoff:
 		return bad("Retry.MaxBackoff", c.Retry.MaxBackoff, fmt.Sprintf("must be at least InitialBackoff (%v), both non-negative", c.Retry.InitialBackoff))
+	case !(c.Retry.Jitter >= 0 && c.Retry.Jitter <= 1): // NaN too
+		return bad("Retry.Jitter", c.Retry.Jitter, "must be in [0, 1]")
 	case c.Retry.OnExhausted > vertex.ToFallback:
 		return bad("Retry.OnExhausted", c.Retry.OnExhausted, "must be FailPipeline, DropMessage or ToFallback")
 	}
 	return c, nil
+}
+
+// checkBounds refuses a size above its bound (see vconfig.MaxBatchSize).
+func checkBounds(c Options) error {
+	for _, b := range []struct {
+		option   string
+		v, bound int
+	}{
+		{"Replicas", c.Replicas, vconfig.MaxReplicas},
+		{"Partitions", c.Partitions, vconfig.MaxPartitions},
+		{"BatchSize", c.BatchSize, vconfig.MaxBatchSize},
+		{"MaxInFlight", c.MaxInFlight, vconfig.MaxMaxInFlight},
+		{"Concurrency", c.Concurrency, vconfig.MaxConcurrency},
+	} {
+		if b.v > b.bound {
+			return &isb.OptionError{Package: "vertex", Option: b.option, Value: b.v, Reason: fmt.Sprintf("must be at most %d", b.bound)}
+		}
+	}
+	return nil
 }
 
 // defaultRetry is the retry policy of a vertex without vertex.Retry.

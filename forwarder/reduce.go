@@ -110,6 +110,7 @@ type ReduceSpec[In, S, Out any] struct {
 // term matters: a message inside the lateness may open a window that ends
 // below the watermark.)
 func RunReduce[In, S, Out any](hard, stop context.Context, cfg Config, in Input[In], edges []Edge[vertex.Windowed[Out]], spec ReduceSpec[In, S, Out]) error {
+	cfg = cfg.withFailures()
 	if spec.Log != nil {
 		// One shard: each partition's entries in offset order (see
 		// ReduceLog). Package pipeline refuses a Concurrency above 1 for a
@@ -125,8 +126,8 @@ func RunReduce[In, S, Out any](hard, stop context.Context, cfg Config, in Input[
 		}
 	}
 	red.r = rp.r
-	red.w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, red.watermark)
-	red.late = NewWriter(spec.Late, cfg.Counters, cfg.Hooks.Publisher, red.watermark)
+	red.w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, red.watermark).reportingTo(cfg)
+	red.late = NewWriter(spec.Late, cfg.Counters, cfg.Hooks.Publisher, red.watermark).reportingTo(cfg)
 	// One shard per worker, dispatched by key hash; with a log, a chunk
 	// is acked once its entries are durable.
 	rp.stage = stage[In]{mode: chunkByKey, out: red, stages: spec.Log != nil}

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/runnel-dev/runnel/internal/keys"
 	"github.com/runnel-dev/runnel/internal/window"
 	"github.com/runnel-dev/runnel/vertex"
@@ -163,6 +165,7 @@ func (sh *reduceShard[In, S, Out]) writeLate(ctx context.Context) error {
 	defer clear(sh.lates)
 	if len(red.spec.Late) == 0 {
 		red.cfg.Counters.dropped.Add(int64(n))
+		red.cfg.reportDrop(DropLate, n, zap.String("id", sh.lates[0].ID), zap.Time("eventTime", sh.lates[0].EventTime))
 		return nil
 	}
 	return red.late.Write(ctx, sh.lates, sh.lateBuf)
@@ -195,7 +198,7 @@ func (sh *reduceShard[In, S, Out]) closeUpTo(ctx context.Context, wm int64) erro
 			return struct{}{}, red.spec.Reducer.result(ctx, win, p.keys, p.state, emit)
 		}
 		if _, err := call(); err != nil {
-			_, attempts, err := retryAfter(ctx, red.cfg.Options.Retry, red.cfg.Counters, err, call)
+			_, attempts, err := retryAfter(ctx, red.cfg, "reduce result", err, call)
 			if err != nil {
 				sh.outs = sh.outs[:mark]
 				return exhausted(ctx, red.cfg, resultID(red.cfg.Vertex, iv, p.keys, 0), attempts, err)

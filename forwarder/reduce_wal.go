@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/runnel-dev/runnel/internal/keys"
 	"github.com/runnel-dev/runnel/isb/codec"
@@ -195,11 +198,18 @@ func (red *reduceReplica[In, S, Out]) recover(assigned []int) error {
 			floor = rec.Watermark.UnixNano()
 		}
 		ls.floors[pl.partition], low = floor, min(low, floor)
-		id, err := red.replay(pl)
+		began, before := time.Now(), sh.set.size()
+		id, n, err := red.replay(pl)
 		if err != nil {
 			return err
 		}
 		maxID = max(maxID, id)
+		if n > 0 && red.cfg.Logger != nil {
+			red.cfg.Logger.Info("reduce recovered its open windows from the WAL", zap.Int("partition", pl.partition),
+				zap.Int("entries replayed", n), zap.Int("windows (window, key) reopened", sh.set.size()-before),
+				zap.Int64("last offset logged", red.logged[int32(pl.partition)]), zap.Time("watermark floor", rec.Watermark),
+				zap.Duration("took", time.Since(began)))
+		}
 	}
 	if low != math.MaxInt64 {
 		sh.wm = low
@@ -216,29 +226,30 @@ func (red *reduceReplica[In, S, Out]) recover(assigned []int) error {
 }
 
 // replay adds the entries of one partition's log to the shard's windows
-// and returns the highest session id among them.
-func (red *reduceReplica[In, S, Out]) replay(pl *partLog) (uint64, error) {
+// and returns the highest session id among them and how many entries it
+// replayed.
+func (red *reduceReplica[In, S, Out]) replay(pl *partLog) (maxID uint64, n int, err error) {
 	log := red.spec.Log
 	sh := red.shards[0]
-	maxID := uint64(0)
 	for e, err := range pl.w.Replay() {
 		if err != nil {
-			return 0, fmt.Errorf("reduce WAL replay, partition %d: %w", pl.partition, err)
+			return 0, n, fmt.Errorf("reduce WAL replay, partition %d: %w", pl.partition, err)
 		}
 		if int(e.Partition) != pl.partition {
-			return 0, fmt.Errorf("reduce WAL replay, partition %d: an entry of partition %d (offset %d)", pl.partition, e.Partition, e.Offset)
+			return 0, n, fmt.Errorf("reduce WAL replay, partition %d: an entry of partition %d (offset %d)", pl.partition, e.Partition, e.Offset)
 		}
 		m := vertex.Message[In]{ID: e.ID, EventTime: e.EventTime, Keys: e.Keys}
 		if err := log.Codec.Decode(e.Value, &m.Value); err != nil {
-			return 0, fmt.Errorf("reduce WAL replay: partition %d offset %d: value with codec %s: %w", e.Partition, e.Offset, log.Codec.Name(), err)
+			return 0, n, fmt.Errorf("reduce WAL replay: partition %d offset %d: value with codec %s: %w", e.Partition, e.Offset, log.Codec.Name(), err)
 		}
 		sh.key = keys.Append(sh.key[:0], m.Keys)
 		sh.set.replay(&m, sh.key, e.Windows)
 		for _, w := range e.Windows {
 			maxID = max(maxID, w.Session)
 		}
+		n++
 	}
-	return maxID, nil
+	return maxID, n, nil
 }
 
 // alreadyLogged reports whether the message at partition and offset is in

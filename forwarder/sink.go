@@ -2,18 +2,24 @@ package forwarder
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"go.uber.org/zap"
 
 	"github.com/runnel-dev/runnel/vertex"
 )
 
 // RunSink runs one replica of a sink vertex. Each chunk goes to sink in one
-// Write; messages it answers ResultRetry (or all of them, on an error) are
-// written again after a backoff; those it answers ResultFallback, and those
+// Write; messages it answers ResultRetry (or all of them, on an error other
+// than a *vertex.WriteError) are written again after a backoff, each with
+// its cause (the error, or the WriteError's cause for it) for the log and
+// for the error of exhausted retries; those it answers ResultFallback, and those
 // whose retries are used up under the ToFallback policy, go to fallback
 // (which may be nil when neither can happen). A chunk is acked when every
 // message is delivered, dropped, or delivered to the fallback.
 func RunSink[T any](hard, stop context.Context, cfg Config, in Input[T], sink, fallback vertex.Sink[T]) error {
+	cfg = cfg.withFailures()
 	rp := newReplica(hard, stop, cfg, in)
 	rp.stage = stage[T]{mode: modeOf(cfg)}
 	for range rp.workers() {
@@ -28,6 +34,7 @@ type sinkWorker[T any] struct {
 	cfg             Config
 	sink, fallback  vertex.Sink[T]
 	msgs, retry, fb []vertex.Message[T] // write's scratch
+	causes          []error             // of retry's messages, nil where the sink gave none
 }
 
 // write is the worker's handler (synchronous): it delivers the chunk to
@@ -44,6 +51,7 @@ func (sw *sinkWorker[T]) write(ctx context.Context, chunk []inflight[T]) (comple
 		return nil, err
 	}
 	clear(sw.retry)
+	clear(sw.causes)
 	if len(sw.fb) > 0 {
 		defer clear(sw.fb)
 		return nil, writeFallback(ctx, sw.cfg, sw.fallback, sw.fb)
@@ -51,52 +59,35 @@ func (sw *sinkWorker[T]) write(ctx context.Context, chunk []inflight[T]) (comple
 	return nil, nil
 }
 
+// errSinkAnsweredRetry is the cause of a message the sink answered
+// ResultRetry without saying why (see vertex.WriteError).
+var errSinkAnsweredRetry = fmt.Errorf("sink answered %s", vertex.ResultRetry)
+
 // deliver writes pending to the sink until every message is delivered,
 // dropped, or in sw.fb for the fallback.
 func (sw *sinkWorker[T]) deliver(ctx context.Context, pending []vertex.Message[T]) error {
 	cfg := sw.cfg
 	for attempt := 1; ; attempt++ {
 		res, err := sw.sink.Write(ctx, pending)
-		if err == nil && res != nil && len(res) != len(pending) {
-			return &vertex.ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica,
-				Err: fmt.Errorf("%w: sink returned %d results for %d messages", vertex.ErrResultCount, len(res), len(pending))}
+		if err := sw.sort(pending, res, err); err != nil {
+			return err
 		}
-		sw.retry = sw.retry[:0]
-		delivered := 0
-		switch {
-		case err != nil:
-			sw.retry = append(sw.retry, pending...)
-		case res == nil:
-			delivered = len(pending)
-		default:
-			for i, r := range res {
-				switch r {
-				case vertex.ResultOK:
-					delivered++
-				case vertex.ResultFallback:
-					sw.fb = append(sw.fb, pending[i])
-				default:
-					sw.retry = append(sw.retry, pending[i])
-				}
-			}
-		}
-		cfg.Counters.written.Add(int64(delivered))
 		if len(sw.retry) == 0 {
+			if attempt > 1 {
+				cfg.Failures.recovered(cfg.Logger, "sink write succeeded after failures")
+			}
 			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if attempt >= cfg.Options.Retry.MaxAttempts {
-			if err == nil {
-				err = fmt.Errorf("sink answered %s", vertex.ResultRetry)
-			}
-			err = fmt.Errorf("%w: %w", vertex.ErrRetriesExhausted, err)
 			if cfg.Options.Retry.OnExhausted == vertex.ToFallback {
 				sw.fb = append(sw.fb, sw.retry...)
 				return nil
 			}
-			for _, m := range sw.retry {
+			for i, m := range sw.retry {
+				err := fmt.Errorf("%w: %w", vertex.ErrRetriesExhausted, sw.causes[i])
 				if err := exhausted(ctx, cfg, m.ID, attempt, err); err != nil {
 					return err
 				}
@@ -104,13 +95,75 @@ func (sw *sinkWorker[T]) deliver(ctx context.Context, pending []vertex.Message[T
 			return nil
 		}
 		cfg.Counters.retried.Add(int64(len(sw.retry)))
-		if err := sleep(ctx, cfg.Options.Retry.Backoff(attempt)); err != nil {
+		wait := backoff(cfg.Options.Retry, attempt)
+		cfg.Failures.failed(cfg.Logger, "sink write failed, retrying", zap.Error(sw.causes[0]),
+			zap.Int("messages", len(sw.retry)), zap.String("id", sw.retry[0].ID),
+			zap.Int("attempt", attempt), zap.Duration("backoff", wait))
+		if err := sleep(ctx, wait); err != nil {
 			return err
 		}
 		// retry is rebuilt from pending on the next attempt, so pending
 		// needs its own copy.
 		pending = append(pending[:0:0], sw.retry...)
 	}
+}
+
+// sort reads a Write's answer for pending: the delivered messages are
+// counted, those to retry go to sw.retry with their causes in sw.causes,
+// those for the fallback to sw.fb. A wrong count of results or causes is
+// the error that fails the replica.
+func (sw *sinkWorker[T]) sort(pending []vertex.Message[T], res []vertex.Result, err error) error {
+	cfg := sw.cfg
+	var we *vertex.WriteError
+	if err != nil && errors.As(err, &we) {
+		err = nil // the results stand, and the causes say why
+		if len(we.Causes) > len(pending) {
+			return &vertex.ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica,
+				Err: fmt.Errorf("%w: sink returned %d causes for %d messages", vertex.ErrResultCount, len(we.Causes), len(pending))}
+		}
+	}
+	if err == nil && res != nil && len(res) != len(pending) {
+		return &vertex.ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica,
+			Err: fmt.Errorf("%w: sink returned %d results for %d messages", vertex.ErrResultCount, len(res), len(pending))}
+	}
+	cause := func(i int) error {
+		if we != nil && i < len(we.Causes) && we.Causes[i] != nil {
+			return we.Causes[i]
+		}
+		return errSinkAnsweredRetry
+	}
+	sw.retry, sw.causes = sw.retry[:0], sw.causes[:0]
+	delivered := 0
+	switch {
+	case err != nil:
+		sw.retry = append(sw.retry, pending...)
+		for range pending {
+			sw.causes = append(sw.causes, err)
+		}
+	case res == nil && we == nil:
+		delivered = len(pending)
+	case res == nil: // a WriteError alone: a message with a cause failed
+		for i := range pending {
+			if i < len(we.Causes) && we.Causes[i] != nil {
+				sw.retry, sw.causes = append(sw.retry, pending[i]), append(sw.causes, we.Causes[i])
+			} else {
+				delivered++
+			}
+		}
+	default:
+		for i, r := range res {
+			switch r {
+			case vertex.ResultOK:
+				delivered++
+			case vertex.ResultFallback:
+				sw.fb = append(sw.fb, pending[i])
+			default:
+				sw.retry, sw.causes = append(sw.retry, pending[i]), append(sw.causes, cause(i))
+			}
+		}
+	}
+	cfg.Counters.written.Add(int64(delivered))
+	return nil
 }
 
 // writeFallback delivers msgs to the fallback sink with the vertex's retry
@@ -141,7 +194,7 @@ func writeFallback[T any](ctx context.Context, cfg Config, fallback vertex.Sink[
 		if _, ok := err.(*vertex.ProcessError); ok {
 			return err
 		}
-		if _, attempts, err := retryAfter(ctx, cfg.Options.Retry, cfg.Counters, err, call); err != nil {
+		if _, attempts, err := retryAfter(ctx, cfg, "fallback sink write", err, call); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -150,5 +203,6 @@ func writeFallback[T any](ctx context.Context, cfg Config, fallback vertex.Sink[
 		}
 	}
 	cfg.Counters.fallback.Add(int64(len(msgs)))
+	cfg.reportDrop(ToFallbackSink, len(msgs), zap.String("id", msgs[0].ID))
 	return nil
 }

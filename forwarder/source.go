@@ -7,9 +7,11 @@ import (
 	"io"
 	"time"
 
+	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/runnel-dev/runnel/internal/replicactx"
+	"github.com/runnel-dev/runnel/internal/vconfig"
 	"github.com/runnel-dev/runnel/vertex"
 )
 
@@ -43,6 +45,7 @@ func RunSource[T any](hard, stop context.Context, cfg Config, src vertex.Source[
 // registers every batch in res from its read to its acknowledgement, for
 // the anchors saved with the source's position. A nil res is RunSource.
 func RunResumedSource[T any](hard, stop context.Context, cfg Config, src vertex.Source[T], edges []Edge[T], res *SourceResume[T]) error {
+	cfg = cfg.withFailures()
 	// The source learns which replica (source partition) reads.
 	id := vertex.Replica{Vertex: cfg.Vertex, Index: cfg.Replica}
 	hard, stop = replicactx.With(hard, id), replicactx.With(stop, id)
@@ -79,6 +82,10 @@ type sourceReplica[T any] struct {
 	marks    *sourceMarks[T]
 	res      *SourceResume[T] // nil: not resumed
 	batches  *sourceBatches[T]
+	flying   flyingBatches[T]
+	// retries says that Read and Ack errors are retried under
+	// cfg.Options.Retry (see sourceRetries).
+	retries bool
 
 	hard context.Context // writes and acks: a batch read before stop is delivered
 	stop context.Context // reads; derived from hard
@@ -93,13 +100,9 @@ func newSourceReplica[T any](hard, stop context.Context, cfg Config, src vertex.
 	sr := &sourceReplica[T]{cfg: cfg, src: src, marks: newSourceMarks(cfg, src), res: res, hard: hard, stop: stop}
 	sr.acker, _ = src.(vertex.Acker[T])
 	sr.buffered, _ = src.(vertex.BufferedSource[T])
-	wm := &sr.marks.wm
-	sr.w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, func() time.Time {
-		if ns := wm.Load(); ns != 0 {
-			return time.Unix(0, ns)
-		}
-		return time.Time{}
-	})
+	sr.retries = sourceRetries(cfg, src)
+	sr.cfg.Options.Retry = retryWithDefaults(cfg.Options.Retry)
+	sr.w = NewWriter(edges, cfg.Counters, cfg.Hooks.Publisher, sr.marks.watermark).reportingTo(cfg)
 	readSize := 0
 	if sr.buffered != nil {
 		readSize = cfg.Options.BatchSize
@@ -125,7 +128,9 @@ func (sr *sourceReplica[T]) run() (EndKind, error) {
 	sr.loops, sr.stopLoops = context.WithCancel(sr.ctx)
 	sr.batches.start(sr.g)
 	if ip, ok := sr.cfg.Hooks.Publisher.(IdlePublisher); ok {
-		sr.g.Go(func() error { return sr.w.idleLoop(sr.loops, ip, sr.cfg.Hooks.idleInterval()) })
+		sr.g.Go(func() error {
+			return runIdleLoop(sr.loops, ip, sr.cfg.Hooks.idleInterval(), sr.idleWatermark, sr.w.WriteControl)
+		})
 	}
 	// 2. Read until the end, stop, or a failure: the read ends with stop
 	//    or with the group's context.
@@ -172,14 +177,33 @@ func (sr *sourceReplica[T]) end(kind EndKind) error {
 	return nil
 }
 
+// idleWatermark is the watermark the idle loop publishes on quiet
+// partitions: the replica's, held at the watermark of the oldest batch
+// still in flight. The replica's watermark is raised when a batch is
+// stamped, before it is stored, and a staged write may be stored after
+// the idle loop's control message (JetStream stores a retried part of a
+// batch after later writes), so an idle WMB at the newest batch's
+// watermark could sit below records with older event times.
+func (sr *sourceReplica[T]) idleWatermark() time.Time {
+	if wm, ok := sr.flying.oldest(); ok {
+		return wm
+	}
+	return sr.marks.watermark()
+}
+
 // finish completes a staged batch: it waits for its writes, acks it to
 // the source and counts it.
 func (sr *sourceReplica[T]) finish(b *sourceBatch[T]) error {
 	cfg := sr.cfg
 	n := int64(len(b.msgs))
 	err := sr.w.Complete(&b.out)
+	sr.flying.land(b)
 	if err == nil && sr.acker != nil {
-		err = guardedAck(sr.hard, sr.acker, b.msgs)
+		if err = guardedAck(sr.hard, sr.acker, b.msgs); err != nil && sr.retries {
+			_, _, err = retryAfter(sr.hard, cfg, "source ack", err, func() (struct{}, error) {
+				return struct{}{}, guardedAck(sr.hard, sr.acker, b.msgs)
+			})
+		}
 	}
 	if sr.res != nil {
 		sr.res.release(cfg.Replica, b)
@@ -197,6 +221,7 @@ func (sr *sourceReplica[T]) finish(b *sourceBatch[T]) error {
 
 // drop counts a batch that is never acked (after a failure).
 func (sr *sourceReplica[T]) drop(b *sourceBatch[T]) {
+	sr.flying.land(b)
 	sr.cfg.Counters.inFlight.Add(-int64(len(b.msgs)))
 	if sr.res != nil {
 		sr.res.release(sr.cfg.Replica, b)
@@ -208,6 +233,7 @@ func (sr *sourceReplica[T]) drop(b *sourceBatch[T]) {
 // of a goroutine, which the group reports.
 func (sr *sourceReplica[T]) read(ctx context.Context) (EndKind, error) {
 	cfg := sr.cfg
+	failures := 0 // Read errors in a row
 	for {
 		if sr.ctx.Err() != nil {
 			return 0, nil
@@ -242,7 +268,17 @@ func (sr *sourceReplica[T]) read(ctx context.Context) (EndKind, error) {
 			case sr.stop.Err() != nil:
 				return Stopped, nil
 			}
-			return 0, err
+			if failures++; !sr.retries {
+				return 0, err
+			}
+			if err := sr.readFailed(ctx, failures, err); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if failures > 0 {
+			failures = 0
+			cfg.Failures.recovered(cfg.Logger, "source read succeeded after failures")
 		}
 		sr.marks.idle(msgs)
 	}
@@ -254,11 +290,15 @@ func (sr *sourceReplica[T]) write(b *sourceBatch[T]) error {
 	cfg, n := sr.cfg, len(b.msgs)
 	cfg.Counters.read.Add(int64(n))
 	cfg.Counters.enter(n)
-	sr.marks.stamp(b.msgs)
+	sr.flying.take(b, func() time.Time {
+		sr.marks.stamp(b.msgs)
+		return sr.marks.watermark()
+	})
 	if sr.res != nil {
 		sr.res.register(cfg.Replica, b) // before its records are staged
 	}
 	if err := sr.w.Stage(sr.hard, b.msgs, &b.out); err != nil {
+		sr.flying.land(b)
 		cfg.Counters.inFlight.Add(-int64(n))
 		if sr.res != nil {
 			sr.res.release(cfg.Replica, b)
@@ -266,4 +306,33 @@ func (sr *sourceReplica[T]) write(b *sourceBatch[T]) error {
 		return err
 	}
 	return sr.batches.submit(b)
+}
+
+// sourceRetries says whether a source's Read and Ack errors are retried
+// (under Options.Retry): when the options set a policy, or the source is a
+// vertex.RetryDefaulter (NewVertexOptions gave the options its policy).
+// Other sources fail the replica at their first error, as a source that
+// holds its data in the process (a slice, a channel) fails for good.
+func sourceRetries(cfg Config, src any) bool {
+	_, ok := src.(vertex.RetryDefaulter)
+	return ok || cfg.Options.Set&vconfig.Retry != 0
+}
+
+// readFailed counts and logs the failures-th Read error in a row and waits
+// the policy's backoff before the next Read; it returns the error that
+// fails the replica when the attempts are used up. A wait that ctx ends
+// returns nil: the loop then stops as ctx says.
+func (sr *sourceReplica[T]) readFailed(ctx context.Context, failures int, err error) error {
+	cfg := sr.cfg
+	p := cfg.Options.Retry
+	if failures >= p.MaxAttempts {
+		return &vertex.ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, Attempts: failures,
+			Err: fmt.Errorf("%w: %w", vertex.ErrRetriesExhausted, err)}
+	}
+	cfg.Counters.retried.Add(1)
+	wait := backoff(p, failures)
+	cfg.Failures.failed(cfg.Logger, "source read failed, retrying", zap.Error(err),
+		zap.Int("attempt", failures), zap.Duration("backoff", wait))
+	_ = sleep(ctx, wait)
+	return nil
 }

@@ -111,3 +111,11 @@ func raise(wm *atomic.Int64, w time.Time) {
 		wm.Store(ns) // only the source loop writes wm
 	}
 }
+
+// watermark is the replica's source watermark (zero before the first).
+func (m *sourceMarks[T]) watermark() time.Time {
+	if ns := m.wm.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}

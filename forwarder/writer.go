@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/vertex"
 )
@@ -32,7 +34,8 @@ type Writer[T any] struct {
 	counters *Counters
 	pub      WatermarkPublisher
 	wm       func() time.Time
-	anyCond  bool // some edge has a condition
+	anyCond  bool    // some edge has a condition
+	cfg      *Config // where drops are reported (nil: not reported)
 }
 
 type edgeWriter[T any] struct {
@@ -92,6 +95,20 @@ func NewWriter[T any](edges []Edge[T], counters *Counters, pub WatermarkPublishe
 		}
 	}
 	return w
+}
+
+// reportingTo makes w report the messages it drops as cfg says
+// (Config.reportDrop), and returns w.
+func (w *Writer[T]) reportingTo(cfg Config) *Writer[T] {
+	w.cfg = &cfg
+	return w
+}
+
+// reportDrop reports n messages dropped for reason, when w reports.
+func (w *Writer[T]) reportDrop(reason string, n int, fields ...zap.Field) {
+	if w.cfg != nil && n > 0 {
+		w.cfg.reportDrop(reason, n, fields...)
+	}
 }
 
 // keysOf is the routing key of a message: its key list, which isb.ByKeys
@@ -197,8 +214,10 @@ func (w *Writer[T]) write(ctx context.Context, msgs []vertex.Message[T], buf *Wr
 	if !w.anyCond && !drops {
 		return nil
 	}
-	if dropped := w.countUnrouted(msgs); dropped > 0 {
-		w.counters.dropped.Add(int64(dropped))
+	if tagged, unrouted := w.countUnrouted(msgs); tagged+unrouted > 0 {
+		w.counters.dropped.Add(int64(tagged + unrouted))
+		w.reportDrop(DropTagged, tagged)
+		w.reportDrop(DropUnrouted, unrouted)
 	}
 	clear(buf.sel) // let the values be collected
 	return nil
@@ -221,13 +240,13 @@ func scanTags[T any](msgs []vertex.Message[T]) (drops bool, err error) {
 	return drops, nil
 }
 
-// countUnrouted counts the messages of msgs that no edge carries.
-func (w *Writer[T]) countUnrouted(msgs []vertex.Message[T]) int {
-	n := 0
+// countUnrouted counts the messages of msgs that no edge carries: those
+// tagged vertex.DropTag, and the others no edge's condition matched.
+func (w *Writer[T]) countUnrouted(msgs []vertex.Message[T]) (tagged, unrouted int) {
 	for k := range msgs {
 		m := &msgs[k]
 		if m.HasTag(vertex.DropTag) {
-			n++
+			tagged++
 			continue
 		}
 		carried := false
@@ -238,10 +257,10 @@ func (w *Writer[T]) countUnrouted(msgs []vertex.Message[T]) int {
 			}
 		}
 		if !carried {
-			n++
+			unrouted++
 		}
 	}
-	return n
+	return tagged, unrouted
 }
 
 // watermark is the replica's watermark now (zero without one).

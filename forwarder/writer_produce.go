@@ -110,11 +110,13 @@ func (w *Writer[T]) produceKeyed(ctx context.Context, e *edgeWriter[T], items []
 	return nil
 }
 
-// wrote counts written of n messages as written and the rest as dropped.
+// wrote counts written of n messages as written and the rest as dropped
+// (an edge that discards when full had no room for them).
 func (w *Writer[T]) wrote(n, written int) {
 	w.counters.written.Add(int64(written))
 	if n > written {
 		w.counters.dropped.Add(int64(n - written))
+		w.reportDrop(DropFull, n-written)
 	}
 }
 

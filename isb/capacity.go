@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // gate is the bounded capacity of a topic, shared by its partitions. It
@@ -42,6 +43,11 @@ type gate struct {
 	closed atomic.Bool
 	mu     sync.Mutex
 	queue  []*waiter // arrival order; queue[0] is the head
+	// stalled, when set (before the gate is shared), is called every
+	// stallEvery while a request waits, with its units and how long it
+	// has waited (the topic's StallReport).
+	stalled    func(n int64, waited time.Duration)
+	stallEvery time.Duration
 }
 
 // The fields of gate.state.
@@ -151,13 +157,11 @@ func (g *gate) acquire(ctx context.Context, n int64, rr bool) (pos int, err erro
 	g.queue = append(g.queue, w)
 	g.mu.Unlock()
 
-	select {
-	case <-w.ready:
+	if g.await(ctx, w) {
 		if w.granted {
 			return w.pos, nil
 		}
 		return 0, ErrClosed
-	case <-ctx.Done():
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -176,6 +180,33 @@ func (g *gate) acquire(ctx context.Context, n int64, rr bool) (pos int, err erro
 	// The head may have left: whoever is now first may fit.
 	g.settleLocked(0)
 	return 0, ctx.Err()
+}
+
+// await waits until w is ready (true) or ctx ends (false), reporting the
+// wait every stallEvery when the gate has a stall report.
+func (g *gate) await(ctx context.Context, w *waiter) bool {
+	if g.stalled == nil {
+		select {
+		case <-w.ready:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	start := time.Now()
+	t := time.NewTimer(g.stallEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.ready:
+			return true
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			g.stalled(w.n, time.Since(start))
+			t.Reset(g.stallEvery)
+		}
+	}
 }
 
 // tryAcquire takes n units (and with rr, n positions, returning the first)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -282,6 +283,8 @@ func (c *PullConsumer[T]) Pull(ctx context.Context) (Batch[T], error) {
 			return Batch[T]{}, err
 		}
 	}
+	var timers pullTimers
+	defer timers.stop()
 	for {
 		if b, ok, err := c.read(ctx); ok || err != nil {
 			return b, err
@@ -296,19 +299,31 @@ func (c *PullConsumer[T]) Pull(ctx context.Context) (Batch[T], error) {
 			c.disarm()
 			return b, err
 		}
+		timers.start(c.cfg.maxWait, c.stallEvery())
 		// Nothing of the consumer's reading state changes while it waits
 		// (only Pull and Skip move it, from this goroutine), and Commit and
 		// CommitTo of earlier batches go through meanwhile.
-		select {
-		case <-c.wake:
-		case <-ctx.Done():
-			err = ctx.Err()
-		case <-c.done:
-			err = ErrClosed
-		case <-t.done:
-			err = ErrClosed
-		case <-c.lease.Lost():
-			err = c.lostErr()
+	wait:
+		for {
+			select {
+			case <-c.wake:
+			case <-ctx.Done():
+				err = ctx.Err()
+			case <-c.done:
+				err = ErrClosed
+			case <-t.done:
+				err = ErrClosed
+			case <-c.lease.Lost():
+				err = c.lostErr()
+			case <-timers.maxWait.C:
+				c.disarm()
+				return Batch[T]{}, nil // MaxWait: nothing came
+			case <-timers.stall.C:
+				c.reportPullStall(time.Since(timers.began))
+				timers.stall.Reset(t.cfg.stallAfter)
+				continue wait
+			}
+			break
 		}
 		c.disarm()
 		if err != nil {
@@ -316,6 +331,50 @@ func (c *PullConsumer[T]) Pull(ctx context.Context) (Batch[T], error) {
 		}
 		if err := c.usable(); err != nil {
 			return Batch[T]{}, err
+		}
+	}
+}
+
+// pullTimers are a Pull's timers, started at its first wait: MaxWait's,
+// and the stall report's (every StallReport) on a bounded topic that logs
+// stalls. A timer not started is never, whose nil channel a select never
+// chooses.
+type pullTimers struct {
+	began          time.Time
+	maxWait, stall *time.Timer
+}
+
+// stallEvery is how often a waiting Pull of c checks for a stall to
+// report: on a bounded topic that logs stalls, StallReport; 0 otherwise.
+func (c *PullConsumer[T]) stallEvery() time.Duration {
+	if t := c.topic; t.gate != nil && t.reportsStalls() {
+		return t.cfg.stallAfter
+	}
+	return 0
+}
+
+// never is a timer that never fires: its channel is nil.
+var never = &time.Timer{}
+
+// start starts the timers a Pull needs (a zero duration: none), once.
+func (pt *pullTimers) start(maxWait time.Duration, stallEvery time.Duration) {
+	if pt.maxWait != nil {
+		return
+	}
+	pt.maxWait, pt.stall = never, never
+	if maxWait > 0 {
+		pt.maxWait = time.NewTimer(maxWait)
+	}
+	if stallEvery > 0 {
+		pt.began, pt.stall = time.Now(), time.NewTimer(stallEvery)
+	}
+}
+
+// stop stops the timers started.
+func (pt *pullTimers) stop() {
+	for _, t := range []*time.Timer{pt.maxWait, pt.stall} {
+		if t != nil && t != never {
+			t.Stop()
 		}
 	}
 }

@@ -38,7 +38,24 @@ type topicConfig struct {
 	partitions int
 	capacity   int64 // 0: unbounded
 	fullMode   FullMode
+	log        *zap.Logger   // never nil after newTopicConfig
+	stallAfter time.Duration // see StallReport
 }
+
+// TopicLogger sets where a topic logs what it finds on its own: a
+// producer blocked on a full topic for StallReport, which groups hold the
+// capacity and how far behind they are; a Pull waiting for data while
+// its own consumer's uncommitted items fill the topic. Default: no log.
+func TopicLogger(l *zap.Logger) TopicOption { return func(c *topicConfig) { c.log = l } }
+
+// StallReport sets how long a producer waits for capacity (or a Pull for
+// data while producers wait) before the topic logs it, and how often it
+// logs again while the wait goes on (default 10 s, at least 1 ms). See
+// TopicLogger.
+func StallReport(d time.Duration) TopicOption { return func(c *topicConfig) { c.stallAfter = d } }
+
+// defaultStallAfter is StallReport's default.
+const defaultStallAfter = 10 * time.Second
 
 // Partitions sets the number of partitions (default 1, between 1 and
 // 65536).
@@ -55,9 +72,12 @@ func WithFullMode(m FullMode) TopicOption { return func(c *topicConfig) { c.full
 // newTopicConfig applies opts over the defaults and validates the result
 // once, so the rest of the package can trust the config.
 func newTopicConfig(opts []TopicOption) (topicConfig, error) {
-	c := topicConfig{partitions: 1, fullMode: FullWait}
+	c := topicConfig{partitions: 1, fullMode: FullWait, stallAfter: defaultStallAfter}
 	if err := ApplyOptions(&c, "isb.TopicOption", opts); err != nil {
 		return c, err
+	}
+	if c.log == nil {
+		c.log = zap.NewNop()
 	}
 	switch {
 	case c.partitions < 1 || c.partitions > maxPartitions:
@@ -66,6 +86,8 @@ func newTopicConfig(opts []TopicOption) (topicConfig, error) {
 		return c, &OptionError{Option: "Capacity", Value: c.capacity, Reason: fmt.Sprintf("must be 0 (unbounded) or between 1 and %d", int64(maxCapacity))}
 	case c.fullMode != FullWait && c.fullMode != FullFail:
 		return c, &OptionError{Option: "FullMode", Value: c.fullMode, Reason: "must be FullWait or FullFail"}
+	case c.stallAfter < time.Millisecond:
+		return c, &OptionError{Option: "StallReport", Value: c.stallAfter, Reason: "must be at least 1ms"}
 	}
 	return c, nil
 }
@@ -75,6 +97,7 @@ type ConsumerOption func(*consumerConfig)
 
 type consumerConfig struct {
 	batchSize    int
+	maxWait      time.Duration // 0: a Pull waits for data without a bound
 	manualCommit bool
 	consumers    int           // push: goroutines (and consumers) in the group
 	minBackoff   time.Duration // push, manual commit: first retry delay
@@ -83,7 +106,19 @@ type consumerConfig struct {
 	log          *zap.Logger // never nil after newConsumerConfig
 }
 
-// BatchSize is the most items one Pull returns (default 100, at least 1).
+// maxBatchSize bounds BatchSize: far beyond it a typo such as
+// BatchSize(1 << 40) would end the process out of memory, not with an
+// error naming the option.
+const maxBatchSize = 100_000
+
+// MaxWait bounds how long a Pull waits for data, as a fetch's max wait
+// does in nats.go: after d with nothing to read it returns an empty batch
+// (Len 0) and no error, so that a caller can commit, report or decide to
+// stop. Default 0: Pull waits until data comes or its context ends.
+func MaxWait(d time.Duration) ConsumerOption { return func(c *consumerConfig) { c.maxWait = d } }
+
+// BatchSize is the most items one Pull returns (default 100, at least 1,
+// at most 100,000: a consumer allocates a batch of that many).
 func BatchSize(n int) ConsumerOption { return func(c *consumerConfig) { c.batchSize = n } }
 
 // ManualCommit turns auto commit off: progress moves only with Commit or
@@ -133,10 +168,12 @@ func newConsumerConfig(partitions int, opts []ConsumerOption) (consumerConfig, e
 		c.log = zap.NewNop()
 	}
 	switch {
-	case c.batchSize < 1:
-		return c, &OptionError{Option: "BatchSize", Value: c.batchSize, Reason: "must be at least 1"}
+	case c.batchSize < 1 || c.batchSize > maxBatchSize:
+		return c, &OptionError{Option: "BatchSize", Value: c.batchSize, Reason: fmt.Sprintf("must be between 1 and %d", maxBatchSize)}
 	case c.consumers < 1 || c.consumers > partitions:
 		return c, consumersError(c.consumers, partitions)
+	case c.maxWait < 0:
+		return c, &OptionError{Option: "MaxWait", Value: c.maxWait, Reason: "must be 0 (no bound) or positive"}
 	case c.minBackoff <= 0 || c.maxBackoff < c.minBackoff:
 		return c, &OptionError{Option: "Backoff", Value: fmt.Sprintf("min=%v max=%v", c.minBackoff, c.maxBackoff),
 			Reason: "must satisfy 0 < min <= max"}

@@ -498,11 +498,16 @@ func (t *Topic[T]) storageFull(ctx context.Context, mode admission, part int, it
 	}
 	poll := time.NewTimer(storagePoll)
 	defer poll.Stop()
+	began, reported := time.Now(), time.Duration(0)
 	for {
 		room := t.room.next() // before the retry: a change after it is not lost
 		last, err := t.appendWait(part, items)
 		if err == nil || !errors.Is(err, ErrFull) {
 			return last, err
+		}
+		if waited := time.Since(began); waited-reported >= t.cfg.stallAfter && t.reportsStalls() {
+			t.reportStorageFull(part, waited, err)
+			reported = waited
 		}
 		select {
 		case <-room:

@@ -169,6 +169,9 @@ func NewTopic[T any](name string, backend Backend[T], opts ...TopicOption) (*Top
 			return nil, closeAfter(backend, err)
 		}
 		t.gate = newGate(cfg.capacity, used, cfg.partitions)
+		if t.reportsStalls() {
+			t.gate.stalled, t.gate.stallEvery = t.reportStall, cfg.stallAfter
+		}
 	}
 	return t, nil
 }

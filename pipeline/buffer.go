@@ -19,6 +19,9 @@ type buffer interface {
 	// committed is the vertex group's commit of partition p, as the
 	// consumer reading it found or made it.
 	committed(p int) (int64, error)
+	// positions describes where the replicas this process runs resume:
+	// per partition they read, its commit and the messages after it.
+	positions() []string
 	close() error
 }
 
@@ -111,6 +114,21 @@ func (b *inputBuffer[T]) committed(p int) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no consumer of group %q reads partition %d", b.group, p)
+}
+
+func (b *inputBuffer[T]) positions() []string {
+	var out []string
+	for _, c := range b.consumers {
+		if c == nil {
+			continue
+		}
+		for _, p := range c.Assigned() {
+			if off, err := c.Committed(p); err == nil {
+				out = append(out, fmt.Sprintf("%d: commit %d, %d after it", p, off, b.logs[p].Tail()-off))
+			}
+		}
+	}
+	return out
 }
 
 func (b *inputBuffer[T]) close() error {

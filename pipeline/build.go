@@ -15,6 +15,7 @@ type validator interface{ Validate() error }
 // Source adds a source vertex reading src and returns its stream.
 func Source[T any](p *Pipeline, name string, src vertex.Source[T], opts ...vertex.Option) Stream[T] {
 	n := p.add(name, kindSource, opts)
+	n.fn = src
 	n.check = func() error {
 		if src == nil {
 			return ErrNilFunc
@@ -124,6 +125,7 @@ func SinkWithFallback[T any](p *Pipeline, name string, in Stream[T], sink, fallb
 func addSink[T any](p *Pipeline, name string, in Stream[T], sink, fallback vertex.Sink[T], opts []vertex.Option) {
 	n := addReader[T](p, name, kindSink, in, opts, sink == nil)
 	n.hasFallback = fallback != nil
+	n.fn = sink
 	n.closers = append(closerOf(sink), closerOf(fallback)...)
 	prev := n.check
 	n.check = func() error {

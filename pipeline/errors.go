@@ -3,6 +3,8 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/runnel-dev/runnel/isb"
 )
@@ -35,6 +37,13 @@ var (
 	// ErrDrainTimeout: after ctx was cancelled, draining took longer than
 	// the DrainTimeout; what was still in flight was abandoned.
 	ErrDrainTimeout = errors.New("pipeline: drain timeout")
+	// ErrStopped: Stop (or a Drain whose context ended) stopped the
+	// pipeline at once; what was in flight was abandoned, unacknowledged.
+	ErrStopped = errors.New("pipeline: stopped")
+	// ErrAbandoned is matched by every *AbandonedError: replicas did not
+	// return after the pipeline stopped at once, and Run returned without
+	// them.
+	ErrAbandoned = errors.New("pipeline: replicas abandoned")
 	// ErrUnknownVertex: Only or Replicas names a vertex the pipeline does
 	// not have.
 	ErrUnknownVertex = errors.New("pipeline: unknown vertex")
@@ -46,6 +55,23 @@ var (
 	// runs the replica already.
 	ErrReplicaTaken = errors.New("pipeline: replica runs in another process")
 )
+
+// AbandonedError reports the replicas that had not returned AbandonAfter
+// after the pipeline stopped at once (an error, the DrainTimeout, Stop):
+// a source, function or sink of theirs ignored its context. Run returned
+// without them; they are still running, and their sources and sinks were
+// not closed.
+type AbandonedError struct {
+	Replicas []string // "vertex/replica", sorted
+	After    time.Duration
+}
+
+func (e *AbandonedError) Error() string {
+	return fmt.Sprintf("pipeline: replicas %s did not return within %v of the stop (a source, function or sink ignoring its context): abandoned", strings.Join(e.Replicas, ", "), e.After)
+}
+
+// Is matches ErrAbandoned.
+func (e *AbandonedError) Is(target error) bool { return target == ErrAbandoned }
 
 // ReplicaError reports that a replica of a vertex could not be claimed
 // because another process holds its claim (on shared storage, see Only).

@@ -26,6 +26,13 @@ type Pipeline struct {
 	mu   sync.Mutex // guards ran and the runtime state of nodes
 	ran  bool
 	live bool // buffers open: Stats may ask them
+	// rt is the running Run's runtime (nil before and after); stopAsked
+	// and drainAsked record a Stop or Drain, also one before Run got to
+	// rt; abandoned are the vertices with replicas Run returned without.
+	rt                    *runtime
+	stopAsked, drainAsked bool
+	abandoned             map[*node]bool
+	done                  chan struct{} // closed when Run returns
 }
 
 // Option configures a pipeline.
@@ -47,9 +54,11 @@ type config struct {
 // default, logs nothing).
 func WithLogger(l *zap.Logger) Option { return func(c *config) { c.logger = l } }
 
-// DrainTimeout bounds how long Run drains after ctx is cancelled (default
-// 1 minute; 0 waits as long as it takes). When it expires, Run abandons
-// what is in flight and returns ErrDrainTimeout.
+// DrainTimeout bounds how long Run drains after ctx is cancelled or Drain
+// is called (default 1 minute; 0 waits as long as it takes). When it
+// expires, the pipeline stops at once, leaving what is in flight
+// unacknowledged, and Run returns ErrDrainTimeout, at most AbandonAfter
+// later even when a sink ignores its context.
 func DrainTimeout(d time.Duration) Option { return func(c *config) { c.drainTimeout = d } }
 
 // withHooks gives each replica its watermark and work-in-progress hooks
@@ -85,7 +94,7 @@ func newConfig(opts []Option) (config, error) {
 // New returns an empty pipeline. name names its buffers and logs: letters,
 // digits, '-' and '_'. Options are validated by Run.
 func New(name string, opts ...Option) *Pipeline {
-	p := &Pipeline{name: name, opts: opts, names: map[string]*node{}}
+	p := &Pipeline{name: name, opts: opts, names: map[string]*node{}, done: make(chan struct{})}
 	if !validName(name) {
 		p.errs = append(p.errs, fmt.Errorf("%w: pipeline name %q: use letters, digits, '-' and '_'", ErrInvalidName, name))
 	}
@@ -133,6 +142,9 @@ type node struct {
 	outs        []outEdge         // edges out of the node, set by validate
 	check       func() error      // the vertex's own validation (nil function, source options)
 	hasFallback bool              // a sink with a fallback sink
+	// fn is the user's source or sink, whose retry policy is the vertex's
+	// default when it is a vertex.RetryDefaulter (forwarder.NewVertexOptions).
+	fn any
 	// readParts is how many partitions a source reads (a
 	// vertex.PartitionedSource's ReadPartitions; 0 otherwise): its
 	// watermark is kept per partition.
@@ -165,9 +177,11 @@ type node struct {
 	// Runtime state, set by Run.
 	in       buffer
 	counters []*forwarder.Counters
-	final    int64             // pending of the closed buffer
-	leases   []isb.Lease       // a source's claims of its replicas on shared storage
-	wm       *vertexWatermarks // nil: watermarks off
+	failures *forwarder.FailureLog // shared by the replicas: the rate limit of their failure lines is the vertex's
+	drops    *forwarder.DropLog    // likewise, for the lines about dropped messages
+	final    int64                 // pending of the closed buffer
+	leases   []isb.Lease           // a source's claims of its replicas on shared storage
+	wm       *vertexWatermarks     // nil: watermarks off
 }
 
 // outEdge is an edge out of a node, as validate resolved it.

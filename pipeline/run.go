@@ -31,8 +31,9 @@ type runtime struct {
 	stops       map[*node]context.Context
 	replicaDone func(n *node)
 
-	mu    sync.Mutex
-	first error
+	mu        sync.Mutex
+	first     error
+	abandoned error // the replicas Run returned without (*AbandonedError)
 }
 
 // fail records err if it is the first error and stops everything.
@@ -50,13 +51,20 @@ func (rt *runtime) fail(err error) {
 func (rt *runtime) err() error {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	return rt.first
+	return errors.Join(rt.first, rt.abandoned)
+}
+
+// abandon records the replicas Run returns without.
+func (rt *runtime) abandon(err error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.abandoned = err
 }
 
 // replicaConfig is what the forwarder of replica r of n needs.
 func (rt *runtime) replicaConfig(n *node, r int) forwarder.Config {
 	c := forwarder.Config{
-		Vertex: n.name, Replica: r, Options: n.cfg, Counters: n.counters[r],
+		Vertex: n.name, Replica: r, Options: n.cfg, Counters: n.counters[r], Failures: n.failures, Drops: n.drops,
 		Logger: rt.log.With(zap.String("vertex", n.name), zap.Int("replica", r)),
 		Run:    rt.run,
 		// On shared storage a stop ends no stream (subset.go).
@@ -153,8 +161,11 @@ func (p *Pipeline) stopInOrder(rt *runtime) (wait func()) {
 // up.
 //
 // User functions, sources and sinks receive a context that ends when the
-// pipeline stops at once (an error, or the DrainTimeout); they must return
-// then, or Run waits for them.
+// pipeline stops at once (an error, the DrainTimeout, Stop); they must
+// return then. Run waits AbandonAfter for those that do not, then returns
+// without them (*AbandonedError), leaving their sources and sinks open.
+// Drain drains as cancelling ctx does, with a deadline of its own, and Stop
+// stops at once (a second interrupt).
 //
 // On shared storage (Storage.Shared) a cancelled ctx stops instead of
 // draining to the end: every vertex finishes and acknowledges what it read
@@ -167,6 +178,7 @@ func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) error {
 	}
 	p.ran = true
 	p.mu.Unlock()
+	defer close(p.done) // Drain's wait
 	cfg, err := p.validate()
 	if err != nil {
 		return err
@@ -196,21 +208,45 @@ func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) error {
 	rt.hard, rt.hardCancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer rt.softCancel()
 	defer rt.hardCancel()
+	p.attach(rt) // a Stop or Drain reaches rt from here
+	defer p.detach()
 	rt.log.Info("pipeline starting", zap.Int("vertices", len(p.nodes)), zap.String("run", run), zap.Stringer("storage", cfg.storage))
+	if cfg.storage.Durable() {
+		p.logPositions(rt.log)
+	}
 	if err := p.prepare(rt); err != nil {
-		return errors.Join(err, p.close())
+		return errors.Join(rt.err(), err, p.close())
 	}
 	if cfg.hooks == nil && !cfg.wm.Disabled {
 		if err := p.startWatermarks(rt); err != nil {
 			p.release()
-			return errors.Join(err, p.close())
+			// A Stop as the watermarks start fails them with its cancel:
+			// rt.err says why.
+			return errors.Join(rt.err(), err, p.close())
 		}
 		defer p.stopWatermarks(rt, p.watermarks())
 	}
-	p.start(ctx, rt)
+	p.start(rt)
+	for _, n := range p.nodes {
+		n.drops.Flush(rt.log, zap.String("vertex", n.name)) // what the rate limit held back
+	}
 	err = errors.Join(rt.err(), p.close())
 	rt.log.Info("pipeline stopped", zap.Error(err))
 	return err
+}
+
+// logPositions logs where each vertex this process runs resumes its input
+// buffer, on durable storage: its commit per partition and the backlog
+// after it (what a restart reads again or for the first time).
+func (p *Pipeline) logPositions(log *zap.Logger) {
+	for _, n := range p.nodes {
+		if n.in == nil || n.kind == kindSource {
+			continue
+		}
+		if pos := n.in.positions(); len(pos) > 0 {
+			log.Info("vertex resumes its input buffer", zap.String("vertex", n.name), zap.Strings("partitions", pos))
+		}
+	}
 }
 
 // open creates every input buffer and the counters.
@@ -219,6 +255,7 @@ func (p *Pipeline) open(c *config) error {
 	defer p.mu.Unlock()
 	for _, n := range p.nodes {
 		n.counters = make([]*forwarder.Counters, n.cfg.Replicas)
+		n.failures, n.drops = &forwarder.FailureLog{}, &forwarder.DropLog{}
 		for r := range n.counters {
 			n.counters[r] = new(forwarder.Counters)
 		}
@@ -346,8 +383,9 @@ func (p *Pipeline) closeBuffers() error {
 // decides when a vertex stops: each replica ends by itself when its input
 // ended (end-of-stream messages through the buffers), so the same holds when
 // the vertices run in different processes.
-func (p *Pipeline) start(ctx context.Context, rt *runtime) {
+func (p *Pipeline) start(rt *runtime) {
 	var replicas sync.WaitGroup
+	var running replicaSet
 	waitStops := p.stopInOrder(rt)
 	defer waitStops()
 	for _, n := range p.nodes {
@@ -355,7 +393,9 @@ func (p *Pipeline) start(ctx context.Context, rt *runtime) {
 			if !rt.cfg.sub.runs(n, r) {
 				continue
 			}
+			returned := running.add(n, r)
 			replicas.Go(func() {
+				defer returned()
 				if rt.replicaDone != nil {
 					defer rt.replicaDone(n)
 				}
@@ -371,9 +411,14 @@ func (p *Pipeline) start(ctx context.Context, rt *runtime) {
 	}
 	finished := make(chan struct{})
 	var deadline sync.WaitGroup
-	deadline.Go(func() { rt.drainDeadline(ctx, finished) })
+	deadline.Go(func() { rt.drainDeadline(finished) })
 	deadline.Go(func() { p.watchLeases(rt, finished) })
-	replicas.Wait()
+	allReturned := make(chan struct{})
+	go func() {
+		replicas.Wait()
+		close(allReturned)
+	}()
+	p.awaitReplicas(rt, &running, allReturned)
 	close(finished)
 	deadline.Wait()
 }
@@ -435,12 +480,13 @@ func (rt *runtime) endedUpstream(n *node, f *watermark.Fetcher) func(int) map[st
 }
 
 // drainDeadline fails the pipeline with ErrDrainTimeout when it has not
-// finished draining DrainTimeout after ctx was cancelled.
-func (rt *runtime) drainDeadline(ctx context.Context, finished <-chan struct{}) {
+// finished draining DrainTimeout after the drain began (ctx cancelled, or
+// Drain).
+func (rt *runtime) drainDeadline(finished <-chan struct{}) {
 	select {
 	case <-finished:
 		return
-	case <-ctx.Done():
+	case <-rt.soft.Done():
 	}
 	if rt.cfg.drainTimeout == 0 {
 		return
@@ -473,6 +519,9 @@ func (p *Pipeline) close() error {
 			if n.in != nil {
 				n.final = n.in.pending()
 				errs = append(errs, n.in.close())
+			}
+			if p.abandoned[n] {
+				continue // its replicas may still be in its source or sink
 			}
 			for _, c := range n.closers {
 				if err := c(); err != nil {

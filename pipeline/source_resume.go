@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -47,22 +48,40 @@ func prepareSource[T any](c *config, p *Pipeline, n *node, src vertex.Source[T])
 	if store == nil {
 		return nil, fmt.Errorf("%w: %s keeps no source state for a resumable source", ErrStorage, c.storage)
 	}
+	began := time.Now()
 	file := sourceState{store: store}
+	log := c.logger.With(zap.String("pipeline", p.name), zap.String("vertex", n.name))
 	var res *forwarder.SourceResume[T]
 	if _, acks := src.(vertex.Acker[T]); acks {
 		saved, exists, err := readState(store)
 		if err != nil {
 			return nil, err
 		}
-		log := c.logger.With(zap.String("pipeline", p.name), zap.String("vertex", n.name))
 		if res, file.anchors, err = scanOutputs[T](log, n, saved, exists); err != nil {
 			return nil, err
 		}
 	}
-	if err := r.Resume(file); err != nil {
+	probe := &stateProbe{sourceState: file}
+	if err := r.Resume(probe); err != nil {
 		return nil, err
 	}
+	log.Info("source resumes", zap.Stringer("state", store), zap.Bool("saved position found", probe.found),
+		zap.Int("state bytes", probe.size), zap.Duration("took", time.Since(began)))
 	return res, nil
+}
+
+// stateProbe is a source's state store that notes what Load found, for
+// the line saying how the source resumed.
+type stateProbe struct {
+	sourceState
+	found bool
+	size  int
+}
+
+func (s *stateProbe) Load() ([]byte, bool, error) {
+	b, ok, err := s.sourceState.Load()
+	s.found, s.size = ok, len(b)
+	return b, ok, err
 }
 
 // sourceAnchors ties a source's state file to its replicas' batches in

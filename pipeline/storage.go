@@ -6,8 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/runnel-dev/runnel/internal/datadir"
 	"github.com/runnel-dev/runnel/internal/envelope"
@@ -271,7 +274,10 @@ func openTopic[T any](c *config, spec BufferSpec) (*isb.Topic[vertex.Message[T]]
 // source's recovery reads (source_resume.go): the one place that turns a
 // storage into a typed topic.
 func openTopicBackend[T any](c *config, spec BufferSpec) (*isb.Topic[vertex.Message[T]], isb.Backend[vertex.Message[T]], error) {
-	topicOpts := []isb.TopicOption{isb.Partitions(spec.Partitions), isb.Capacity(spec.Capacity)}
+	// The topic reports producers blocked on the full buffer (every 10 s,
+	// naming the groups behind) in the pipeline's log.
+	topicOpts := []isb.TopicOption{isb.Partitions(spec.Partitions), isb.Capacity(spec.Capacity),
+		isb.TopicLogger(c.logger.With(zap.String("pipeline", spec.Pipeline), zap.String("buffer", spec.Vertex)))}
 	name := spec.Vertex
 	var backend isb.Backend[vertex.Message[T]]
 	switch s := c.storage.(type) {
@@ -310,7 +316,7 @@ func openTopicBackend[T any](c *config, spec BufferSpec) (*isb.Topic[vertex.Mess
 			return nil, nil, errors.Join(err, b.Close())
 		}
 		if caps.OwnsLimits {
-			topicOpts = topicOpts[:1] // the storage enforces BufferSpec.Capacity
+			topicOpts = slices.Delete(topicOpts, 1, 2) // no isb.Capacity: the storage enforces BufferSpec.Capacity
 		}
 		backend = enc
 	}

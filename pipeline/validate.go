@@ -32,7 +32,7 @@ func (p *Pipeline) validate() (config, error) {
 		if n.refused {
 			continue
 		}
-		c, err := forwarder.NewOptions(n.opts...)
+		c, err := forwarder.NewVertexOptions(n.fn, n.opts...)
 		if err != nil {
 			vertexErr(n, err)
 		}
@@ -51,6 +51,10 @@ func (p *Pipeline) validate() (config, error) {
 		if c.Retry.OnExhausted == vertex.ToFallback && !n.hasFallback {
 			vertexErr(n, &isb.OptionError{Package: "pipeline", Option: "Retry.OnExhausted", Value: c.Retry.OnExhausted,
 				Reason: "ToFallback needs a sink vertex with a fallback sink (SinkWithFallback)"})
+		}
+		if n.kind == kindSource && c.Retry.OnExhausted == vertex.DropMessage {
+			vertexErr(n, &isb.OptionError{Package: "pipeline", Option: "Retry.OnExhausted", Value: c.Retry.OnExhausted,
+				Reason: "a source's failed read has no message to drop; a source vertex takes FailPipeline"})
 		}
 		if n.kind != kindSource && len(n.ins) == 0 && !n.dupName {
 			vertexErr(n, ErrNoInput)

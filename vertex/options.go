@@ -17,27 +17,29 @@ func option(bit vconfig.Set, f func(*options)) Option {
 
 // Replicas sets how many forwarders run the vertex (default 1). Each owns
 // some partitions of the input buffer, so Partitions must be at least
-// Replicas.
+// Replicas. At most 1024.
 func Replicas(n int) Option { return option(vconfig.Replicas, func(c *options) { c.Replicas = n }) }
 
 // Partitions sets the partition count of the vertex's input buffer
-// (default: Replicas; at least 1 and at least Replicas when given). A
-// source has no input buffer: the pipeline refuses it there.
+// (default: Replicas; at least 1 and at least Replicas when given; at most
+// 4096). A source has no input buffer: the pipeline refuses it there.
 func Partitions(n int) Option {
 	return option(vconfig.Partitions, func(c *options) { c.Partitions = n })
 }
 
-// BatchSize sets the most messages one read returns (default 500).
+// BatchSize sets the most messages one read returns (default 500, at most
+// 100,000: each replica allocates a buffer of that many at Run).
 func BatchSize(n int) Option { return option(vconfig.BatchSize, func(c *options) { c.BatchSize = n }) }
 
 // MaxInFlight bounds the messages a replica has read and not yet acked
-// (default 4*BatchSize); it must be at least BatchSize.
+// (default 4*BatchSize); it must be at least BatchSize and at most
+// 10,000,000.
 func MaxInFlight(n int) Option {
 	return option(vconfig.MaxInFlight, func(c *options) { c.MaxInFlight = n })
 }
 
 // Concurrency sets how many UDF calls (or sink writes) a replica runs at
-// once (default 4). A reduce on durable storage runs one at a time and
+// once (default 4, at most 4096). A reduce on durable storage runs one at a time and
 // refuses more (see pipeline.Reduce).
 func Concurrency(n int) Option {
 	return option(vconfig.Concurrency, func(c *options) { c.Concurrency = n })
@@ -56,9 +58,12 @@ func PartitionByKey() Option {
 	return option(vconfig.PartitionByKey, func(c *options) { c.PartitionByKey = true })
 }
 
-// Retry sets the retry policy for UDF and sink errors (default: 5
-// attempts, backoff from 10ms to 1s, then FailPipeline); zero fields take
-// the defaults their docs state.
+// Retry sets the retry policy for UDF and sink errors, and on a source
+// vertex for its Read and Ack errors; zero fields take the defaults their
+// docs state. Without it: a source or sink that is a [RetryDefaulter] has
+// its DefaultRetry (the connectors: [RemoteRetry], until the pipeline
+// stops), another source fails the pipeline at its first error, and the
+// rest have 5 attempts, backoff from 10ms to 1s, then FailPipeline.
 func Retry(p RetryPolicy) Option { return option(vconfig.Retry, func(c *options) { c.Retry = p }) }
 
 // BufferCapacity bounds the vertex's input buffer (default 50,000 over all

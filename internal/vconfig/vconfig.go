@@ -23,6 +23,20 @@ const (
 	DefaultMaxBackoff     = time.Second
 )
 
+// The upper bounds of the sizes a vertex's options set, stated in their
+// docs. Each sizes memory taken at Run (a read buffer of BatchSize
+// messages per replica, a goroutine per unit of Concurrency, a stream or
+// file and a consumer per partition): far beyond them a typo such as
+// BatchSize(1 << 40) would end the process with "out of memory" instead of
+// an error naming the option. They are well above any sane setting.
+const (
+	MaxReplicas    = 1024
+	MaxPartitions  = 4096
+	MaxBatchSize   = 100_000
+	MaxMaxInFlight = 10_000_000
+	MaxConcurrency = 4096
+)
+
 // Config is a vertex's configuration.
 type Config[R any] struct {
 	Replicas        int   // replicas (forwarders) of the vertex
@@ -32,7 +46,7 @@ type Config[R any] struct {
 	Concurrency     int   // UDF calls or sink writes in parallel per replica
 	OrderByKey      bool  // process messages of one key in order
 	PartitionByKey  bool  // route the input buffer by keys
-	Retry           R     // for UDF and sink errors
+	Retry           R     // for UDF, sink and source errors
 	BufferCapacity  int64 // input buffer capacity, 0 unbounded
 	DiscardWhenFull bool  // edges into the vertex drop what does not fit
 
@@ -61,9 +75,10 @@ var names = [...]string{"Replicas", "Partitions", "BatchSize", "MaxInFlight", "C
 
 // InputOptions are the options that configure a vertex's input buffer and
 // the reader and stage behind it; a vertex without input (a source) has
-// none of these and the pipeline refuses them there.
+// none of these and the pipeline refuses them there. Retry is not one: on a
+// source it applies to the source's Read and Ack errors.
 var InputOptions = []string{"Partitions", "MaxInFlight", "Concurrency", "OrderByKey",
-	"PartitionByKey", "Retry", "BufferCapacity", "DiscardWhenFull"}
+	"PartitionByKey", "BufferCapacity", "DiscardWhenFull"}
 
 // Given returns the names of the options given (e.g. "Partitions"), in the
 // order vertex declares them, so a caller can refuse an option that does
