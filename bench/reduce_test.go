@@ -45,6 +45,8 @@ func BenchmarkReduce(b *testing.B) {
 		benchKeyedMap(b, pipeline.WithStorage(pipeline.MMap(b.TempDir(), mmap.Flush(mmap.Interval(defaultCommitInterval)))))
 	})
 	b.Run("reduce", func(b *testing.B) { benchReduce(b, nil) })
+	// The same count written by hand (handwritten_test.go): the floor.
+	b.Run("handwritten", func(b *testing.B) { benchHandwrittenCount(b) })
 	// The same reduce on durable storage: mmap buffers and the reduce WAL
 	// (each message appended, group-committed with one fsync, before it is
 	// acked; see forwarder.ReduceLog).

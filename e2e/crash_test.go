@@ -187,7 +187,15 @@ func crashRounds(t *testing.T, dir, kind string, rounds int, perRound int64, pro
 		if clean {
 			sig = "TERM"
 		}
+		// Rounds 1..len(progress) signal on each kind of progress in turn
+		// (where the round may), so that every kind ends a round at least
+		// once: the results checks need a round killed while emitting
+		// (a window closed before the final run), which a random choice
+		// left to chance. The later rounds choose at random.
 		var on crashProgress
+		if k := round - 1; k >= 0 && k < len(progress) && round >= progress[k].fromRound {
+			on = progress[k]
+		}
 		for on.work == 0 || round < on.fromRound {
 			on = progress[rng.IntN(len(progress))]
 		}

@@ -57,7 +57,7 @@ func reduceCrashGenMapChild() int {
 // mapCrashProgress is reduceCrashProgress for two values per id: each
 // reduce adds 2*perRound values a round.
 func mapCrashProgress(perRound int64) []crashProgress {
-	return []crashProgress{{"added", 4 * perRound, 0}, {"fixed results", reduceCrashKeys, 1}}
+	return []crashProgress{{"added", 4 * perRound, 0}, {"fixed results", reduceCrashKeys, 1}, {"session results", reduceCrashKeys, 1}}
 }
 
 func TestCrashDurableMapReduceGenerator(t *testing.T) {

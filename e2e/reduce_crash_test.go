@@ -117,7 +117,8 @@ type crashResultSink struct {
 	mu   sync.Mutex
 	f    *os.File
 	buf  []byte
-	plan *crashPlan // told of the fixed windows' results once on disk
+	plan *crashPlan // told of the results once on disk, as progress
+	name string     // the progress: "fixed results" or "session results"
 }
 
 func (s *crashResultSink) Write(_ context.Context, msgs []vertex.Message[vertex.Windowed[crashCount]]) ([]vertex.Result, error) {
@@ -134,7 +135,7 @@ func (s *crashResultSink) Write(_ context.Context, msgs []vertex.Message[vertex.
 		return nil, err
 	}
 	if s.plan != nil {
-		s.plan.progress("fixed results", len(msgs))
+		s.plan.progress(s.name, len(msgs))
 	}
 	return nil, nil
 }
@@ -147,12 +148,15 @@ func (s *crashResultSink) Write(_ context.Context, msgs []vertex.Message[vertex.
 //     previous round's span, which no earlier run's watermark reached
 //     (it trails the event times by reduceCrashDelay), and this round's
 //     watermark passes it. A kill between a window's results and its GC
-//     event makes the reduce emit them again.
+//     event makes the reduce emit them again;
+//   - from the second round on, its session reduce emits at least one
+//     result per key likewise: the previous round's last session of each
+//     key ends at the previous round's span.
 //
 // A non-final round never ends by itself, so a count it is sure to reach
 // can be waited for.
 func reduceCrashProgress(perRound int64) []crashProgress {
-	return []crashProgress{{"added", 2 * perRound, 0}, {"fixed results", reduceCrashKeys, 1}}
+	return []crashProgress{{"added", 2 * perRound, 0}, {"fixed results", reduceCrashKeys, 1}, {"session results", reduceCrashKeys, 1}}
 }
 
 func reduceCrashFiles(dir string) (fixed, session string) {
@@ -266,7 +270,8 @@ func runReduceCrash[S any](dir string, plan *crashPlan, agg vertex.Aggregator[in
 		defer f.Close()
 		sinks = append(sinks, &crashResultSink{f: f})
 	}
-	sinks[0].plan = plan
+	sinks[0].plan, sinks[0].name = plan, "fixed results"
+	sinks[1].plan, sinks[1].name = plan, "session results"
 	popts := []pipeline.Option{pipeline.WithStorage(pipeline.MMap(data)), pipeline.Watermarks(pipeline.WatermarkConfig{MaxDelay: reduceCrashDelay})}
 	if os.Getenv("RUNNEL_E2E_LOG") != "" { // for debugging: the pipeline's log on stderr
 		l, _ := zap.NewDevelopment()

@@ -3,6 +3,7 @@ package forwarder
 import (
 	"context"
 	"errors"
+	"iter"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -184,10 +185,25 @@ func (r *reader[T]) take(b isb.Batch[vertex.Message[T]]) []inflight[T] {
 		if r.fetch != nil {
 			it.msg.Watermark = wm
 		}
-		// Offsets come from one consumer, strictly increasing: Insert
-		// cannot find one already tracked.
-		_ = r.tr.Insert(b.Partition, off, it.msg.Watermark, struct{}{})
 		items = append(items, it)
+	}
+	// One tracker call for the batch: its data messages share a partition
+	// and, with a fetcher, a watermark. Without one each message carries
+	// its writer's, and the batch's lowest is tracked for all of them
+	// (lower than some: the in-flight watermark stays conservative).
+	// Offsets come from one consumer, strictly increasing: none is
+	// tracked already.
+	if len(items) > 0 {
+		low := wm
+		if r.fetch == nil {
+			low = items[0].msg.Watermark
+			for i := range items {
+				if w := items[i].msg.Watermark; w.Before(low) {
+					low = w
+				}
+			}
+		}
+		_ = r.tr.InsertBatch(b.Partition, offsetsOf(items), low, struct{}{})
 	}
 	buf.items = items
 	buf.left.Store(int64(len(items)))
@@ -204,6 +220,17 @@ func (r *reader[T]) take(b isb.Batch[vertex.Message[T]]) []inflight[T] {
 		r.markDirty(b.Partition) // the reader commits before it waits
 	}
 	return items
+}
+
+// offsetsOf ranges over the offsets of items.
+func offsetsOf[T any](items []inflight[T]) iter.Seq[int64] {
+	return func(yield func(int64) bool) {
+		for i := range items {
+			if !yield(items[i].offset) {
+				return
+			}
+		}
+	}
 }
 
 // noteEnd records m when it is an end-of-stream message; when it ends its
@@ -306,12 +333,10 @@ func (r *reader[T]) ack(items []inflight[T]) {
 	if len(items) == 0 {
 		return
 	}
-	for i := range items {
-		r.tr.Delete(items[i].partition, items[i].offset)
-	}
-	// Marked after every delete: a commit must find the whole chunk gone.
 	// A chunk comes from one batch: one partition.
 	p := items[0].partition
+	r.tr.DeleteBatch(p, offsetsOf(items))
+	// Marked after the deletes: a commit must find the whole chunk gone.
 	_, busy := r.tr.LowestOffset(p)
 	r.markDirty(p)
 	if !busy {

@@ -35,6 +35,10 @@ type sinkWorker[T any] struct {
 	sink, fallback  vertex.Sink[T]
 	msgs, retry, fb []vertex.Message[T] // write's scratch
 	causes          []error             // of retry's messages, nil where the sink gave none
+	// fbCause is why the first message of fb went there: the sink's cause
+	// for it (a *vertex.WriteError's) or its last retry's, nil when none
+	// was given. Without a fallback sink it is the failure's cause.
+	fbCause error
 }
 
 // write is the worker's handler (synchronous): it delivers the chunk to
@@ -46,7 +50,7 @@ func (sw *sinkWorker[T]) write(ctx context.Context, chunk []inflight[T]) (comple
 		sw.msgs = append(sw.msgs, chunk[i].msg)
 	}
 	defer clear(sw.msgs)
-	sw.fb = sw.fb[:0]
+	sw.fb, sw.fbCause = sw.fb[:0], nil
 	if err := sw.deliver(ctx, sw.msgs); err != nil {
 		return nil, err
 	}
@@ -54,7 +58,7 @@ func (sw *sinkWorker[T]) write(ctx context.Context, chunk []inflight[T]) (comple
 	clear(sw.causes)
 	if len(sw.fb) > 0 {
 		defer clear(sw.fb)
-		return nil, writeFallback(ctx, sw.cfg, sw.fallback, sw.fb)
+		return nil, writeFallback(ctx, sw.cfg, sw.fallback, sw.fb, sw.fbCause)
 	}
 	return nil, nil
 }
@@ -83,6 +87,9 @@ func (sw *sinkWorker[T]) deliver(ctx context.Context, pending []vertex.Message[T
 		}
 		if attempt >= cfg.Options.Retry.MaxAttempts {
 			if cfg.Options.Retry.OnExhausted == vertex.ToFallback {
+				if len(sw.fb) == 0 {
+					sw.fbCause = fmt.Errorf("%w: %w", vertex.ErrRetriesExhausted, sw.causes[0])
+				}
 				sw.fb = append(sw.fb, sw.retry...)
 				return nil
 			}
@@ -156,6 +163,9 @@ func (sw *sinkWorker[T]) sort(pending []vertex.Message[T], res []vertex.Result, 
 			case vertex.ResultOK:
 				delivered++
 			case vertex.ResultFallback:
+				if len(sw.fb) == 0 && we != nil && i < len(we.Causes) {
+					sw.fbCause = we.Causes[i]
+				}
 				sw.fb = append(sw.fb, pending[i])
 			default:
 				sw.retry, sw.causes = append(sw.retry, pending[i]), append(sw.causes, cause(i))
@@ -168,9 +178,15 @@ func (sw *sinkWorker[T]) sort(pending []vertex.Message[T], res []vertex.Result, 
 
 // writeFallback delivers msgs to the fallback sink with the vertex's retry
 // policy; failing that, the pipeline fails (the fallback is the last resort).
-func writeFallback[T any](ctx context.Context, cfg Config, fallback vertex.Sink[T], msgs []vertex.Message[T]) error {
+// Without a fallback sink the pipeline fails with ErrNoFallback and cause,
+// why the sink refused msgs[0], when it said (an HTTP sink's 400).
+func writeFallback[T any](ctx context.Context, cfg Config, fallback vertex.Sink[T], msgs []vertex.Message[T], cause error) error {
 	if fallback == nil {
-		return &vertex.ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, MessageID: msgs[0].ID, Err: ErrNoFallback}
+		err := ErrNoFallback
+		if cause != nil {
+			err = fmt.Errorf("%w: %w", ErrNoFallback, cause)
+		}
+		return &vertex.ProcessError{Vertex: cfg.Vertex, Replica: cfg.Replica, MessageID: msgs[0].ID, Err: err}
 	}
 	call := func() (struct{}, error) {
 		res, err := fallback.Write(ctx, msgs)

@@ -57,3 +57,38 @@ func TestRunSinkShortFallbackAnswerFails(t *testing.T) {
 		t.Errorf("pending %d after the failure; want 3 (nothing committed)", p)
 	}
 }
+
+// A sink that sends a message to a fallback the vertex does not have,
+// saying why (a *vertex.WriteError's cause), fails the replica with
+// ErrNoFallback and that cause, both reachable with errors.Is.
+func TestRunSinkNoFallbackCarriesCause(t *testing.T) {
+	in := newTopic(t, "in")
+	if _, err := in.Producer(nil).ProduceTo(context.Background(), 0, values(2)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := in.PullConsumer("sink", isb.BatchSize(2), isb.ManualCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rejected := errors.New("status 400: bad record")
+	refuse := vertex.SinkFunc[int](func(_ context.Context, msgs []msg) ([]vertex.Result, error) {
+		res := make([]vertex.Result, len(msgs))
+		causes := make([]error, len(msgs))
+		for i := range res {
+			res[i], causes[i] = vertex.ResultFallback, rejected
+		}
+		return res, &vertex.WriteError{Causes: causes}
+	})
+	opts, err := NewOptions(vertex.BatchSize(2), vertex.Concurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hard, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	cfg := Config{Vertex: "out", Options: opts, Counters: &Counters{}}
+	err = RunSink(hard, hard, cfg, Input[int]{Consumer: c, Partitions: 1}, vertex.Sink[int](refuse), nil)
+	if !errors.Is(err, ErrNoFallback) || !errors.Is(err, rejected) {
+		t.Fatalf("RunSink = %v; want ErrNoFallback with the sink's cause", err)
+	}
+}

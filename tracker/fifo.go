@@ -61,6 +61,22 @@ func (q *fifo[A]) find(off int64) int {
 	return lo
 }
 
+// findAfter is find for off with a hint: i is where the previous offset
+// of a chunk was found. A chunk of consecutive offsets acked together lies
+// at consecutive indices, so each after the first costs a compare instead
+// of a search. A stale hint (a removal moved the entries) costs nothing
+// but the search: offsets are unique, so an entry at i+1 holding off is
+// off's.
+func (q *fifo[A]) findAfter(off int64, i int) int {
+	if j := i + 1; i >= q.head && j < len(q.items) && q.items[j].offset == off {
+		if q.items[j].gone {
+			return -1
+		}
+		return j
+	}
+	return q.find(off)
+}
+
 // remove deletes the live entry at index i (from find) and returns it.
 func (q *fifo[A]) remove(i int) entry[A] {
 	e := q.items[i].entry

@@ -2,6 +2,7 @@ package tracker
 
 import (
 	"fmt"
+	"iter"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -117,6 +118,65 @@ func (t *Tracker[A]) Delete(partition int, offset int64) (A, bool) {
 	}
 	t.n.Add(-1)
 	return e.ack, true
+}
+
+// InsertBatch is Insert of each of offsets, all with watermark and ack,
+// under one lock of the partition: a reader tracks a batch (one
+// partition, one watermark) in one call. It stops at the first offset
+// tracked already (ErrTracked, the entries before it stay inserted).
+func (t *Tracker[A]) InsertBatch(partition int, offsets iter.Seq[int64], watermark time.Time, ack A) error {
+	p := t.part(partition)
+	if p == nil {
+		return fmt.Errorf("%w: insert into partition %d, want 0..%d", ErrPartition, partition, len(t.parts)-1)
+	}
+	wm := toNanos(watermark)
+	n := int64(0)
+	p.mu.Lock()
+	defer func() {
+		p.mu.Unlock()
+		t.n.Add(n)
+	}()
+	for off := range offsets {
+		e := entry[A]{offset: off, watermark: wm, ack: ack}
+		if err := p.insert(e); err != nil {
+			return fmt.Errorf("%w: partition %d offset %d", err, partition, off)
+		}
+		if !p.nonEmpty || off < p.headOffset {
+			p.headOffset, p.headWM, p.nonEmpty = off, e.watermark, true
+		}
+		n++
+	}
+	return nil
+}
+
+// DeleteBatch is Delete of each of offsets under one lock of the
+// partition; it returns how many of them were tracked.
+func (t *Tracker[A]) DeleteBatch(partition int, offsets iter.Seq[int64]) int {
+	p := t.part(partition)
+	if p == nil {
+		return 0
+	}
+	n := 0
+	head := false
+	hint := -1
+	p.mu.Lock()
+	for off := range offsets {
+		if i := p.fifo.findAfter(off, hint); i >= 0 {
+			p.fifo.remove(i)
+			hint = i
+		} else if _, ok := p.delete(off); !ok {
+			continue
+		}
+		n++
+		head = head || off == p.headOffset
+	}
+	if head {
+		h, ok := p.min()
+		p.headOffset, p.headWM, p.nonEmpty = h.offset, h.watermark, ok
+	}
+	p.mu.Unlock()
+	t.n.Add(-int64(n))
+	return n
 }
 
 // insert adds e to the fifo when it is above everything the fifo holds,

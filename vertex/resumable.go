@@ -36,6 +36,9 @@ package vertex
 // their data in the process: they start from their beginning in every run,
 // and a restarted pipeline that must not repeat or lose their data needs a
 // source that is.
+// Of the connectors, the line source of package vertex/file is Resumable,
+// an Acker and an Acknowledged as the generator is (its position is the
+// byte ranges acknowledged per file); each connector's package doc says.
 type Resumable interface {
 	Resume(store StateStore) error
 }
