@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/runnel-dev/runnel/forwarder"
+	"github.com/runnel-dev/runnel/internal/datadir"
 	"github.com/runnel-dev/runnel/internal/vconfig"
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/vertex"
@@ -123,10 +124,11 @@ func (e *ReduceLogError) Is(target error) bool { return target == e.Kind }
 // before changing a reduce's windowing (see WindowingError).
 func EmitOpenWindowsOnStop() Option { return func(c *config) { c.emitOnStop = true } }
 
+// The names in a reduce vertex's WAL directory (internal/datadir, which
+// cmd/runnel reads too).
 const (
-	walPartitionPrefix = "partition-"
-	walMigrating       = "migrating.tmp"
-	walMigrated        = "migrated"
+	walMigrating = datadir.WALMigrating
+	walMigrated  = datadir.WALMigrated
 )
 
 // The fields of a partition log's metadata record.
@@ -286,7 +288,7 @@ func (rl *reduceLogs) open(rt *runtime, p *Pipeline, n *node, w vertex.Windowing
 }
 
 func partitionDir(dir string, part int) string {
-	return filepath.Join(dir, walPartitionPrefix+strconv.Itoa(part))
+	return filepath.Join(dir, datadir.WALPartition(part))
 }
 
 // openPartitionLog opens partition part's log and checks it against the

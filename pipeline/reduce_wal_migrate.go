@@ -8,11 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/runnel-dev/runnel/internal/datadir"
 	"github.com/runnel-dev/runnel/internal/fsutil"
 	"github.com/runnel-dev/runnel/vertex"
 	"github.com/runnel-dev/runnel/wal"
@@ -43,9 +44,9 @@ func scanLayout(dir string) (layoutDirs, error) {
 			l.migrating = true
 		case name == walMigrated:
 			l.migrated = true
-		case len(name) > len(walPartitionPrefix) && name[:len(walPartitionPrefix)] == walPartitionPrefix:
-			p, err := strconv.Atoi(name[len(walPartitionPrefix):])
-			if err != nil || p < 0 || walPartitionPrefix+strconv.Itoa(p) != name {
+		case strings.HasPrefix(name, datadir.WALPartitionPrefix):
+			p, ok := datadir.ParseWALPartition(name)
+			if !ok {
 				continue // not one of ours
 			}
 			l.partitions = append(l.partitions, p)
@@ -75,7 +76,7 @@ func checkLayout(dir string, parts int, w vertex.Windowing, log *zap.Logger) err
 	}
 	for _, p := range l.partitions {
 		if p >= parts {
-			return &ReduceLogError{Dir: filepath.Join(dir, walPartitionPrefix+strconv.Itoa(p)), Kind: ErrReduceLogLayout,
+			return &ReduceLogError{Dir: filepath.Join(dir, datadir.WALPartition(p)), Kind: ErrReduceLogLayout,
 				Reason: fmt.Sprintf("a log of partition %d, but the vertex has %d partitions: its windows would be lost", p, parts)}
 		}
 	}
@@ -129,7 +130,7 @@ func migrateReplicaLogs(dir string, legacy []string, parts int, w vertex.Windowi
 		if lp.hasOffset {
 			offsets[int32(p)] = lp.offset
 		}
-		if err := writePartitionLog(filepath.Join(tmp, walPartitionPrefix+strconv.Itoa(p)), offsets, lp, partitionMeta(w, p, parts)); err != nil {
+		if err := writePartitionLog(filepath.Join(tmp, datadir.WALPartition(p)), offsets, lp, partitionMeta(w, p, parts)); err != nil {
 			return err
 		}
 		moved += len(lp.entries)

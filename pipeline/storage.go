@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/runnel-dev/runnel/internal/datadir"
 	"github.com/runnel-dev/runnel/internal/envelope"
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/isb/codec"
@@ -215,7 +216,7 @@ func (s *mmapStorage) SourceState(pipeline, vertex string) (StateStore, error) {
 }
 
 func (s *mmapStorage) ReduceLog(pipeline, vertex string) (string, error) {
-	return filepath.Join(s.dir, pipeline+".wal", vertex), nil
+	return filepath.Join(s.dir, pipeline+datadir.WALSuffix, vertex), nil
 }
 
 func (s *mmapStorage) Watermarks(string) (watermark.Store, error)    { return nil, nil }

@@ -1,15 +1,11 @@
 package pipeline
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
-	"slices"
 
-	"github.com/runnel-dev/runnel/internal/crc32c"
+	"github.com/runnel-dev/runnel/internal/datadir"
 	"github.com/runnel-dev/runnel/internal/fsutil"
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/vertex"
@@ -19,17 +15,9 @@ import (
 // its position in one file, {data dir}/{pipeline}/{vertex}.source (a vertex
 // name has no '.', so it never collides with a buffer's directory). The
 // file is replaced atomically (fsutil.WriteFileAtomic): written to
-// {file}.tmp, fsynced, renamed over the file, and the directory fsynced. Integers are little-endian.
-//
-//	+--------+-------------+----------------+------------------+---------+
-//	| "RNSS" | version u32 | length u32     | crc32c u32       | payload |
-//	|        | = 2         | of the payload | (Castagnoli) of  | length  |
-//	|        |             |                | the payload      | bytes   |
-//	+--------+-------------+----------------+------------------+---------+
-//	 0        4             8                12                 16
-//
-//	payload: state length u32 | state | edges u32 | per edge:
-//	         name length u16 | name | partitions u32 | anchor i64 per partition
+// {file}.tmp, fsynced, renamed over the file, and the directory fsynced.
+// Its format, a checksummed frame around the state and the anchors, is
+// internal/datadir's (which cmd/runnel reads too).
 //
 // The state is the source's own bytes (vertex.StateStore); the anchors are
 // the pipeline's, saved with it: for each output buffer only this source
@@ -63,12 +51,10 @@ func (e *StateError) Error() string {
 func (e *StateError) Is(target error) bool { return target == ErrCorruptState }
 
 const (
-	stateMagic      = "RNSS"
-	stateVersion    = 2
-	stateHeaderSize = 16
-	stateMaxSize    = 1 << 20 // a position, not a data store
-	statePayloadMax = 2 << 20 // the state and the anchors
-	stateSuffix     = ".source"
+	stateMagic      = datadir.StateMagic
+	stateHeaderSize = datadir.StateHeaderSize
+	stateMaxSize    = datadir.StateMaxSize
+	stateSuffix     = datadir.StateSuffix
 )
 
 // savedState is what a state file holds.
@@ -79,128 +65,19 @@ type savedState struct {
 	anchors map[string][]int64
 }
 
-// encodeState frames s as drawn above.
+// encodeState frames s (datadir.EncodeState).
 func encodeState(s savedState) []byte {
-	b := make([]byte, stateHeaderSize, stateHeaderSize+8+len(s.state)+64)
-	copy(b, stateMagic)
-	binary.LittleEndian.PutUint32(b[4:], stateVersion)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(s.state)))
-	b = append(b, s.state...)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(s.anchors)))
-	for _, name := range slices.Sorted(maps.Keys(s.anchors)) {
-		b = binary.LittleEndian.AppendUint16(b, uint16(len(name)))
-		b = append(b, name...)
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(s.anchors[name])))
-		for _, a := range s.anchors[name] {
-			b = binary.LittleEndian.AppendUint64(b, uint64(a))
-		}
-	}
-	payload := b[stateHeaderSize:]
-	binary.LittleEndian.PutUint32(b[8:], uint32(len(payload)))
-	binary.LittleEndian.PutUint32(b[12:], crc32c.Checksum(payload))
-	return b
+	return datadir.EncodeState(datadir.State{State: s.state, Anchors: s.anchors})
 }
 
 // decodeState checks a state file's bytes and returns what it holds
-// (copies).
+// (copies); bytes that do not match are a *StateError naming file.
 func decodeState(file string, b []byte) (savedState, error) {
-	bad := func(off int, format string, args ...any) (savedState, error) {
-		return savedState{}, &StateError{File: file, Offset: off, Reason: fmt.Sprintf(format, args...)}
+	s, off, reason := datadir.DecodeState(b)
+	if reason != "" {
+		return savedState{}, &StateError{File: file, Offset: off, Reason: reason}
 	}
-	if len(b) < stateHeaderSize {
-		return bad(len(b), "truncated: %d bytes, the header has %d", len(b), stateHeaderSize)
-	}
-	if string(b[:4]) != stateMagic {
-		return bad(0, "magic %q, want %q", b[:4], stateMagic)
-	}
-	v := binary.LittleEndian.Uint32(b[4:])
-	if v != 1 && v != stateVersion {
-		return bad(4, "version %d is not supported (this build reads 1 and %d)", v, stateVersion)
-	}
-	n := binary.LittleEndian.Uint32(b[8:])
-	if n > statePayloadMax || int(n) != len(b)-stateHeaderSize {
-		return bad(8, "length %d, but %d bytes follow the header", n, len(b)-stateHeaderSize)
-	}
-	payload := b[stateHeaderSize:]
-	if got, want := crc32c.Checksum(payload), binary.LittleEndian.Uint32(b[12:]); got != want {
-		return bad(12, "checksum %#08x, the payload's is %#08x", want, got)
-	}
-	if v == 1 {
-		return savedState{state: bytes.Clone(payload)}, nil
-	}
-	d := stateReader{b: b, at: stateHeaderSize}
-	sn, ok := d.u32()
-	if !ok {
-		return bad(d.at, "no state length")
-	}
-	state, ok := d.bytes(int(sn))
-	if !ok || sn > stateMaxSize {
-		return bad(stateHeaderSize, "the state's length %d does not fit the payload of %d bytes", sn, n)
-	}
-	s := savedState{state: bytes.Clone(state)}
-	edges, ok := d.u32()
-	if !ok {
-		return bad(d.at, "no edge count after the state")
-	}
-	s.anchors = map[string][]int64{}
-	for range edges {
-		at := d.at
-		name, parts, ok := d.edge()
-		if !ok {
-			return bad(at, "edge %d of %d does not fit the payload", len(s.anchors), edges)
-		}
-		if _, dup := s.anchors[string(name)]; dup {
-			return bad(at, "edge %q appears twice", name)
-		}
-		s.anchors[string(name)] = parts
-	}
-	if d.at != len(b) {
-		return bad(d.at, "%d bytes after the last edge", len(b)-d.at)
-	}
-	return s, nil
-}
-
-// stateReader reads a state file's payload; at is the file offset.
-type stateReader struct {
-	b  []byte
-	at int
-}
-
-func (r *stateReader) bytes(n int) ([]byte, bool) {
-	if n < 0 || n > len(r.b)-r.at {
-		return nil, false
-	}
-	r.at += n
-	return r.b[r.at-n : r.at], true
-}
-
-func (r *stateReader) u32() (uint32, bool) {
-	b, ok := r.bytes(4)
-	if !ok {
-		return 0, false
-	}
-	return binary.LittleEndian.Uint32(b), true
-}
-
-// edge reads one edge's name and anchors.
-func (r *stateReader) edge() (name []byte, anchors []int64, ok bool) {
-	nb, ok := r.bytes(2)
-	if !ok {
-		return nil, nil, false
-	}
-	if name, ok = r.bytes(int(binary.LittleEndian.Uint16(nb))); !ok {
-		return nil, nil, false
-	}
-	parts, ok := r.u32()
-	if !ok || int64(parts)*8 > int64(len(r.b)-r.at) {
-		return nil, nil, false
-	}
-	anchors = make([]int64, parts)
-	for i := range anchors {
-		b, _ := r.bytes(8)
-		anchors[i] = int64(binary.LittleEndian.Uint64(b))
-	}
-	return name, anchors, true
+	return savedState{state: s.State, anchors: s.Anchors}, nil
 }
 
 // sourceState is the vertex.StateStore of one source vertex: the framed

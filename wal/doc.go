@@ -142,4 +142,12 @@
 // Open reads the whole live generation, which compaction keeps to the open
 // windows (docs/benchmarks.md measures it).
 // Replay reads it again without re-checking crcs.
+//
+// # Inspecting
+//
+// Inspect reads a log directory without opening it: it takes no lock and
+// repairs, compacts and writes nothing (cmd/runnel shows what it finds).
+// Open's own walk decides what is damage (Info.Damage) and what a torn
+// tail Open would cut (Info.Repair); a second scan goes on past damage, so
+// the intact entries after a damaged one are counted.
 package wal

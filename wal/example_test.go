@@ -100,3 +100,41 @@ func ExampleWAL_AppendAsync() {
 	// batch 1 durable: ack it
 	// batch 2 durable: ack it
 }
+
+// Inspect shows a log without opening it: its entries, the open windows
+// and what a restart would replay.
+func ExampleInspect() {
+	dir, _ := os.MkdirTemp("", "wal-inspect-")
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	minute := func(i int) wal.Window {
+		return wal.Window{Start: t0.Add(time.Duration(i) * time.Minute), End: t0.Add(time.Duration(i+1) * time.Minute)}
+	}
+	w, err := wal.Open(dir)
+	if err != nil {
+		panic(err)
+	}
+	for i := range 3 {
+		e := wal.Entry{Partition: 0, Offset: int64(i), EventTime: minute(i % 2).Start, Windows: []wal.Window{minute(i % 2)}}
+		if err := w.Append(ctx, e); err != nil {
+			panic(err)
+		}
+	}
+	if err := w.GC(ctx, minute(0).End, minute(0)); err != nil { // the first minute is emitted
+		panic(err)
+	}
+	w.Close()
+
+	info, err := wal.Inspect(dir)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(info.Messages, "messages,", info.OpenMessages, "open, clean:", info.Clean)
+	for _, win := range info.OpenWindows {
+		fmt.Println("open window", win.Start.UTC().Format(time.TimeOnly), win.End.UTC().Format(time.TimeOnly))
+	}
+	// Output:
+	// 3 messages, 1 open, clean: true
+	// open window 00:01:00 00:02:00
+}

@@ -70,12 +70,20 @@ func FuzzRecovery(f *testing.F) {
 		if now, err := os.ReadFile(closed); err == nil && string(now) == string(orig[closed]) {
 			intact = len(want) // acknowledged, recorded by a clean close
 		}
+		// Inspect, before Open, must say what Open then does.
+		in, ierr := Inspect(dir)
+		if ierr != nil {
+			t.Fatalf("Inspect: %v", ierr)
+		}
 		w, err := Open(dir, SegmentSize(tableSeg), CompactEvery(0))
 		if err != nil {
 			var ce *CorruptError
 			var ve *VersionError
 			if !errors.As(err, &ce) && !errors.As(err, &ve) {
 				t.Fatalf("Open: %v, neither a *CorruptError nor a *VersionError", err)
+			}
+			if len(in.Damage) == 0 {
+				t.Fatalf("Open refused (%v), Inspect found no damage", err)
 			}
 			return
 		}
@@ -87,6 +95,9 @@ func FuzzRecovery(f *testing.F) {
 			}
 			e.Value = slices.Clone(e.Value)
 			got = append(got, e)
+		}
+		if len(in.Damage) != 0 || in.OpenMessages != len(got) || (in.Repair != nil) != (w.Recovered().Repaired != nil) {
+			t.Fatalf("Inspect: damage %v, %d open messages, repair %+v; Open replays %d, repaired %+v", in.Damage, in.OpenMessages, in.Repair, len(got), w.Recovered().Repaired)
 		}
 		if len(got) < intact || len(got) > len(want) {
 			t.Fatalf("replayed %d entries; %d were before the first damaged byte, %d appended", len(got), intact, len(want))

@@ -97,7 +97,8 @@ type segmentFile struct {
 // first index of the newest segment its tail hint names (0 without one). A
 // file named like a segment with a suffix (tidwall/wal's .START, .END and
 // .TEMP files, which its Open would act on; this package never makes them)
-// is refused; other files are ignored.
+// is refused; other files are ignored. It changes nothing: Open removes a
+// TAIL.tmp that a crash left (removeHintTemp).
 func listSegments(dir string) ([]segmentFile, uint64, error) {
 	des, err := os.ReadDir(dir)
 	if err != nil {
@@ -113,8 +114,6 @@ func listSegments(dir string) ([]segmentFile, uint64, error) {
 			if hint, err = readHint(path); err != nil {
 				return nil, 0, err
 			}
-		case name == hintFile+tmpSuffix:
-			os.Remove(path) // a hint write a crash interrupted
 		case len(name) >= nameWidth && isDigits(name[:nameWidth]):
 			first, err := strconv.ParseUint(name[:nameWidth], 10, 64)
 			if len(name) != nameWidth || err != nil || first == 0 || !de.Type().IsRegular() {
@@ -126,6 +125,10 @@ func listSegments(dir string) ([]segmentFile, uint64, error) {
 	// ReadDir sorts by name, and equal-width decimal names sort by index.
 	return segs, hint, nil
 }
+
+// removeHintTemp removes the replacement of dir's tail hint that a crash
+// interrupted, if any: it is never read.
+func removeHintTemp(dir string) { os.Remove(filepath.Join(dir, hintFile+tmpSuffix)) }
 
 func isDigits(s string) bool {
 	for i := range len(s) {

@@ -129,9 +129,9 @@ func decodeMeta(path string, b []byte) (map[string]string, error) {
 }
 
 // readMeta reads root's metadata record; ok is false when there is none.
+// It changes nothing: checkMeta removes a META.tmp that a crash left.
 func readMeta(root string) (m map[string]string, ok bool, err error) {
 	path := filepath.Join(root, metaFile)
-	os.Remove(path + tmpSuffix) // a replacement a crash interrupted
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
@@ -193,16 +193,23 @@ func Exists(dir string) (bool, error) {
 	return false, nil
 }
 
+// generationMissing is the damage of a log in root whose META remains and
+// whose live generation does not.
+func generationMissing(root string) *CorruptError {
+	return corrupt(root, 0, -1, "%s records a log here, but no generation directory (%s{n}) holds it: the live generation was deleted or moved; nothing was changed, restore it or remove %s to start an empty log", metaFile, genPrefix, root)
+}
+
 // checkMeta reads the metadata record of a log whose live generation is
 // gen (0: none) and returns it; without one, the record to write once the
 // log is open. A record without a generation is a log that was deleted.
 func (w *WAL) checkMeta(gen uint64) (m map[string]string, missing bool, err error) {
+	os.Remove(filepath.Join(w.root, metaFile+tmpSuffix)) // a replacement a crash interrupted
 	m, ok, err := readMeta(w.root)
 	if err != nil {
 		return nil, false, err
 	}
 	if ok && gen == 0 {
-		return nil, false, corrupt(w.root, 0, -1, "%s records a log here, but no generation directory (%s{n}) holds it: the live generation was deleted or moved; nothing was changed, restore it or remove %s to start an empty log", metaFile, genPrefix, w.root)
+		return nil, false, generationMissing(w.root)
 	}
 	if !ok {
 		m = w.cfg.meta

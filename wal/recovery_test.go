@@ -419,6 +419,7 @@ func TestDamageTable(t *testing.T) {
 func checkDamaged(t *testing.T, l *tableLog, want outcome, extraOK func(*testing.T, *tableLog)) {
 	t.Helper()
 	before := snapshotDir(t, l.dir)
+	checkInspected(t, l, want)
 	core, logs := observer.New(zap.InfoLevel)
 	w, err := Open(l.dir, SegmentSize(tableSeg), Logger(zap.New(core)))
 	if want.refuse != nil {

@@ -188,6 +188,7 @@ func (w *WAL) recover() error {
 	if w.marker, err = readClosed(dir); err != nil {
 		return err
 	}
+	removeHintTemp(dir)
 	segs, hint, err := listSegments(dir)
 	if err != nil {
 		return err

@@ -238,6 +238,7 @@ func TestDamageTable(t *testing.T) {
 // new items: a damaged record never breaks the log for later writes.
 func checkOutcome(t *testing.T, dir string, want outcome) {
 	t.Helper()
+	checkInspect(t, dir, want)
 	core, logs := observer.New(zap.InfoLevel)
 	b, err := openErr(dir, 1, SegmentSize(damageSegment), Logger(zap.New(core)))
 	if want.log != "" && logs.FilterMessageSnippet(want.log).Len() == 0 {

@@ -208,5 +208,14 @@
 // and fsyncs each offsets directory, so a deleted group no longer holds data
 // and is not recovered by the next open.
 //
+// # Inspecting
+//
+// Inspect and Verify describe a topic directory without opening it: they
+// take no lock and write nothing (cmd/runnel shows what they find).
+// Inspect reads what Open reads; Verify reads and checks every record
+// besides. Both decide with recovery's own functions what Open would
+// refuse or a read report (TopicInfo.Damage, each a *CorruptError) and
+// what Open would repair by itself (TopicInfo.Repairs).
+//
 // The package runs on Linux and macOS (flock, mmap, fdatasync, madvise).
 package mmap

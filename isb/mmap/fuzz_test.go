@@ -68,12 +68,20 @@ func FuzzRecovery(f *testing.F) {
 		for ; len(ops) >= 8; ops = ops[8:] {
 			damage(t, files, ops[:8], touched)
 		}
+		// Verify, before Open, must say what Open then does.
+		info, verr := Verify(filepath.Join(dir, testTopic))
+		if verr != nil {
+			t.Fatalf("verify: %v", verr)
+		}
 		b, err := openErr(dir, 1)
 		if err != nil {
 			var ce *CorruptError
 			if !errors.As(err, &ce) {
 				// Only damage may fail an open, and damage is reported as such.
 				t.Fatalf("open failed without a *CorruptError: %v", err)
+			}
+			if len(info.Damage) == 0 {
+				t.Fatalf("open refused (%v), verify found no damage", err)
 			}
 			return
 		}
@@ -82,15 +90,27 @@ func FuzzRecovery(f *testing.F) {
 		if l.Tail() > n {
 			t.Fatalf("recovered tail %d beyond the %d items written", l.Tail(), n)
 		}
+		p := info.Partitions[0]
+		var damaged int64
+		for _, s := range p.Segments {
+			damaged += s.Damaged
+		}
+		if p.Head != l.Head() || p.Tail != l.Tail() {
+			t.Fatalf("verify found [%d, %d), open [%d, %d)", p.Head, p.Tail, l.Head(), l.Tail())
+		}
 		for off := l.Head(); off < l.Tail(); off++ {
 			got, err := l.Read(bg, off, 1, nil)
 			if err != nil {
 				wantCorrupt(t, err, "")
+				damaged--
 				continue
 			}
 			if want := item(int(off)); got[0] != want {
 				t.Fatalf("offset %d holds %q, want %q", off, got[0], want)
 			}
+		}
+		if damaged != 0 {
+			t.Fatalf("verify counted %d damaged offsets more than read as damaged (%v)", damaged, info.Damage)
 		}
 		for _, r := range records {
 			name := filepath.Join(partDir(dir, 0), r.file)

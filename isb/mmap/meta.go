@@ -32,6 +32,10 @@ const (
 	formatVersion uint32 = 1          // of the whole topic: meta, segments, checkpoints
 )
 
+// metaMissing is the reason of the damage of a topic with partitions and
+// no topic.meta: it was not created by this format.
+const metaMissing = "missing, but the topic has partition directories (written by an older format, or the file was deleted)"
+
 // topicMeta is what topic.meta holds.
 type topicMeta struct {
 	version    uint32
@@ -99,7 +103,7 @@ func (b *Backend[T]) checkMeta(partitions int, hasPartitions bool) error {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if hasPartitions {
-			return corrupt(path, -1, "missing, but the topic has partition directories (written by an older format, or the file was deleted)")
+			return corrupt(path, -1, metaMissing)
 		}
 		if err := fsutil.WriteFileAtomic(path, asked.encode()); err != nil {
 			return fmt.Errorf("mmap: %w", err)

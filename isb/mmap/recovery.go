@@ -91,13 +91,8 @@ func (p *partition[T]) recover() error {
 		p.segs = append(p.segs, s)
 	}
 	for i, s := range p.segs[:len(p.segs)-1] {
-		nextFirst := p.segs[i+1].first
-		if s.next == unsealed {
-			return corrupt(s.path, 0, "segment is not sealed but %s follows it", segmentFileName(nextFirst))
-		}
-		if s.next != nextFirst {
-			return corrupt(filepath.Join(p.dir, segmentFileName(s.next)), -1,
-				"missing segment: %s ends before offset %d but the next segment file starts at %d", filepath.Base(s.path), s.next, nextFirst)
+		if err := checkSealed(p.dir, s, p.segs[i+1].first); err != nil {
+			return err
 		}
 	}
 	cur, clean, err := p.checkProducerCheckpoint(head)
@@ -113,9 +108,8 @@ func (p *partition[T]) recover() error {
 	}
 	p.keepCommitted(&cur)
 	for group, c := range p.commits {
-		if c < head || c > cur.tail {
-			return corrupt(filepath.Join(p.dir, offsetsDir, escapeGroup(group), consumerFile), -1,
-				"group %q committed offset %d, outside the log [%d, %d]", group, c, head, cur.tail)
+		if err := checkCommit(p.dir, group, c, head, cur.tail); err != nil {
+			return err
 		}
 	}
 	p.head.Store(head)
@@ -135,6 +129,30 @@ func (p *partition[T]) recover() error {
 		if err := p.checkpointProducerLocked(false); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkSealed refuses a segment s of partition directory dir that is
+// followed by a segment starting at nextFirst but not sealed there: a
+// segment is missing, or the log was not written by this package.
+func checkSealed(dir string, s *segment, nextFirst int64) *CorruptError {
+	if s.next == unsealed {
+		return corrupt(s.path, 0, "segment is not sealed but %s follows it", segmentFileName(nextFirst))
+	}
+	if s.next != nextFirst {
+		return corrupt(filepath.Join(dir, segmentFileName(s.next)), -1,
+			"missing segment: %s ends before offset %d but the next segment file starts at %d", filepath.Base(s.path), s.next, nextFirst)
+	}
+	return nil
+}
+
+// checkCommit refuses a commit outside the log [head, tail]: the log lost
+// records a group had consumed, or the commit file is not this log's.
+func checkCommit(dir, group string, c, head, tail int64) *CorruptError {
+	if c < head || c > tail {
+		return corrupt(filepath.Join(dir, offsetsDir, escapeGroup(group), consumerFile), -1,
+			"group %q committed offset %d, outside the log [%d, %d]", group, c, head, tail)
 	}
 	return nil
 }
@@ -163,70 +181,111 @@ func (p *partition[T]) keepCommitted(cur *writePos) {
 	cur.tail = floor
 }
 
-// recoverFiles removes leftovers of interrupted writes (only the temporary
-// names this package writes), reads earliest.offset (rebuilding it from
-// the segment files when it is missing or damaged) and returns it with the
-// first offsets of the retained segments, ascending.
-func (p *partition[T]) recoverFiles() (int64, []int64, error) {
-	entries, err := os.ReadDir(p.dir)
+// partitionFiles is what a partition directory holds, read before
+// anything is changed: recoverFiles acts on it, Inspect reports it.
+type partitionFiles struct {
+	head   int64   // first retained offset
+	firsts []int64 // first offsets of the retained segments, ascending
+	// temps are this package's temporary files (a segment or checkpoint
+	// never renamed into place), which Open removes.
+	temps []string
+	// strays are files this package did not write, which Open leaves.
+	strays []string
+	// released are segment files below head: a deletion by retention
+	// that a crash interrupted (earliest.offset moves first), which Open
+	// finishes.
+	released []string
+	// rebuilt says why earliest.offset cannot be read (missing or
+	// damaged), so that head is the first segment file's offset and Open
+	// rewrites the checkpoint; nil when it was read.
+	rebuilt error
+}
+
+// readPartitionFiles reads the names in dir and earliest.offset, changing
+// nothing. Damage that leaves the retained range unknown (no segment, a
+// head off a segment boundary or before the first segment) is a
+// *CorruptError; the files found are returned with it.
+func readPartitionFiles(dir string) (partitionFiles, error) {
+	var f partitionFiles
+	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return 0, nil, fmt.Errorf("mmap: open partition: %w", err)
+		return f, fmt.Errorf("mmap: open partition: %w", err)
 	}
-	var firsts []int64
 	for _, e := range entries {
 		name := e.Name()
-		if first, ok := parseSegmentFileName(name); ok {
-			firsts = append(firsts, first)
-			continue
-		}
-		if isOwnTemp(name) {
-			// A checkpoint or segment that was never renamed into place.
-			if err := os.Remove(filepath.Join(p.dir, name)); err != nil {
-				return 0, nil, fmt.Errorf("mmap: remove leftover: %w", err)
-			}
-			continue
-		}
-		if name != producerFile && name != earliestFile && name != offsetsDir {
-			p.b.cfg.log.Warn("mmap: leaving a file this package did not write", zap.String("file", filepath.Join(p.dir, name)))
+		switch first, ok := parseSegmentFileName(name); {
+		case ok:
+			f.firsts = append(f.firsts, first)
+		case isOwnTemp(name):
+			f.temps = append(f.temps, filepath.Join(dir, name))
+		case name != producerFile && name != earliestFile && name != offsetsDir:
+			f.strays = append(f.strays, filepath.Join(dir, name))
 		}
 	}
-	slices.Sort(firsts)
-	if len(firsts) == 0 {
-		return 0, nil, corrupt(p.dir, -1, "no segment files")
+	slices.Sort(f.firsts)
+	if len(f.firsts) == 0 {
+		return f, corrupt(dir, -1, "no segment files")
 	}
-	earliest := filepath.Join(p.dir, earliestFile)
+	earliest := filepath.Join(dir, earliestFile)
 	v, err := readCheckpoint(earliest, kindEarliest)
 	var ce *CorruptError
 	if errors.Is(err, fs.ErrNotExist) || errors.As(err, &ce) {
 		// Retention moves earliest.offset before it deletes a segment,
 		// so the first segment file left is the first retained offset.
-		p.b.cfg.log.Warn("mmap: rebuilding earliest.offset from the first segment file",
-			zap.String("file", earliest), zap.Error(err), zap.Int64("earliest", firsts[0]))
-		if err := writeCheckpoint(earliest, kindEarliest, checkpoint{firsts[0]}); err != nil {
-			return 0, nil, err
-		}
-		return firsts[0], firsts, nil
+		f.head, f.rebuilt = f.firsts[0], err
+		return f, nil
 	}
+	if err != nil {
+		return f, err
+	}
+	f.head = v[0]
+	for len(f.firsts) > 1 && f.firsts[1] <= f.head {
+		f.released = append(f.released, filepath.Join(dir, segmentFileName(f.firsts[0])))
+		f.firsts = f.firsts[1:]
+	}
+	if f.firsts[0] < f.head {
+		return f, corrupt(earliest, -1, "off a segment boundary: offset %d lies inside segment %s", f.head, segmentFileName(f.firsts[0]))
+	}
+	if f.firsts[0] > f.head {
+		return f, corrupt(filepath.Join(dir, segmentFileName(f.head)), -1,
+			"missing segment: %s says the log starts at offset %d but the first segment starts at %d", earliestFile, f.head, f.firsts[0])
+	}
+	return f, nil
+}
+
+// recoverFiles removes leftovers of interrupted writes (only the temporary
+// names this package writes), reads earliest.offset (rebuilding it from
+// the segment files when it is missing or damaged), finishes a deletion
+// by retention that a crash interrupted, and returns the first retained
+// offset with the first offsets of the retained segments, ascending.
+func (p *partition[T]) recoverFiles() (int64, []int64, error) {
+	f, err := readPartitionFiles(p.dir)
 	if err != nil {
 		return 0, nil, err
 	}
-	head := v[0]
-	// Retention moves earliest.offset before deleting: finish a deletion
-	// a crash interrupted.
-	for len(firsts) > 1 && firsts[1] <= head {
-		if err := os.Remove(filepath.Join(p.dir, segmentFileName(firsts[0]))); err != nil {
+	for _, path := range f.temps {
+		// A checkpoint or segment that was never renamed into place.
+		if err := os.Remove(path); err != nil {
+			return 0, nil, fmt.Errorf("mmap: remove leftover: %w", err)
+		}
+	}
+	for _, path := range f.strays {
+		p.b.cfg.log.Warn("mmap: leaving a file this package did not write", zap.String("file", path))
+	}
+	if f.rebuilt != nil {
+		earliest := filepath.Join(p.dir, earliestFile)
+		p.b.cfg.log.Warn("mmap: rebuilding earliest.offset from the first segment file",
+			zap.String("file", earliest), zap.Error(f.rebuilt), zap.Int64("earliest", f.head))
+		if err := writeCheckpoint(earliest, kindEarliest, checkpoint{f.head}); err != nil {
+			return 0, nil, err
+		}
+	}
+	for _, path := range f.released {
+		if err := os.Remove(path); err != nil {
 			return 0, nil, fmt.Errorf("mmap: finish retention: %w", err)
 		}
-		firsts = firsts[1:]
 	}
-	if firsts[0] < head {
-		return 0, nil, corrupt(earliest, -1, "off a segment boundary: offset %d lies inside segment %s", head, segmentFileName(firsts[0]))
-	}
-	if firsts[0] > head {
-		return 0, nil, corrupt(filepath.Join(p.dir, segmentFileName(head)), -1,
-			"missing segment: %s says the log starts at offset %d but the first segment starts at %d", earliestFile, head, firsts[0])
-	}
-	return head, firsts, nil
+	return f.head, f.firsts, nil
 }
 
 // isOwnTemp reports whether name is a temporary file this package writes
@@ -240,80 +299,111 @@ func isOwnTemp(name string) bool {
 	return seg || base == producerFile || base == earliestFile
 }
 
-// checkProducerCheckpoint validates producer.offset against the segments
-// without scanning: the segment it names must exist and hold the
-// position, and the record just before the position must end there. A
+// producerStart is where the scan for the tail starts, as checkProducer
+// decides it from producer.offset.
+type producerStart struct {
+	cur   writePos // the checkpointed tail, or the last segment's start
+	clean bool     // the checkpoint records a clean close
+	// rebuild says why the checkpoint cannot be used, so that the scan
+	// starts at the last segment's start and Open rewrites it; "" when
+	// it is used.
+	rebuild string
+	// damagedLast says what is wrong with the record just before the
+	// checkpointed tail: it was flushed, so it stays in the log and
+	// reading it reports it; "" when it is intact.
+	damagedLast string
+}
+
+// checkProducer validates producer.offset in dir against segs without
+// scanning, changing nothing: the segment it names must exist and hold
+// the position, and the record just before the position must end there. A
 // missing, damaged or inconsistent checkpoint is rebuilt by scanning the
 // last segment from its start. A segment shorter than the position is
 // truncated: records producer.offset covers were flushed, so their loss is
 // a *CorruptError naming the segment. The record before the position was
 // flushed too: if it is damaged it stays in the log, and reading it
 // reports it.
-func (p *partition[T]) checkProducerCheckpoint(head int64) (_ writePos, clean bool, _ error) {
-	path := filepath.Join(p.dir, producerFile)
+func checkProducer(dir string, segs []*segment, head int64) (producerStart, error) {
+	path := filepath.Join(dir, producerFile)
+	rebuild := func(reason string) (producerStart, error) {
+		s := segs[len(segs)-1]
+		if err := s.ensureMapped(); err != nil {
+			return producerStart{}, err
+		}
+		return producerStart{cur: writePos{seg: s, pos: segmentHeaderSize, last: -1, tail: s.first}, rebuild: reason}, nil
+	}
 	v, err := readCheckpoint(path, kindProducer)
 	var ce *CorruptError
 	if errors.Is(err, fs.ErrNotExist) || errors.As(err, &ce) {
-		return p.rebuildProducer(path, err.Error())
+		return rebuild(err.Error())
 	}
 	if err != nil {
-		return writePos{}, false, err
+		return producerStart{}, err
 	}
 	tail, segFirst, pos, last, flags := v[0], v[1], v[2], v[3], v[4]
-	i := slices.IndexFunc(p.segs, func(s *segment) bool { return s.first == segFirst })
+	i := slices.IndexFunc(segs, func(s *segment) bool { return s.first == segFirst })
 	if i < 0 {
-		if segFirst > p.segs[len(p.segs)-1].first {
-			return writePos{}, false, corrupt(filepath.Join(p.dir, segmentFileName(segFirst)), -1,
+		if segFirst > segs[len(segs)-1].first {
+			return producerStart{}, corrupt(filepath.Join(dir, segmentFileName(segFirst)), -1,
 				"missing segment: %s says the log reaches offset %d in it", producerFile, tail)
 		}
-		return p.rebuildProducer(path, fmt.Sprintf("names segment %s, which is not in the log", segmentFileName(segFirst)))
+		return rebuild(fmt.Sprintf("names segment %s, which is not in the log", segmentFileName(segFirst)))
 	}
-	s := p.segs[i]
+	s := segs[i]
 	if err := s.ensureMapped(); err != nil {
-		return writePos{}, false, err
+		return producerStart{}, err
 	}
 	if pos > int64(s.size) {
-		return writePos{}, false, corrupt(s.path, int64(s.size),
+		return producerStart{}, corrupt(s.path, int64(s.size),
 			"truncated: the file ends at byte %d but %s says its records reach byte %d (offset %d)", s.size, producerFile, pos, tail)
 	}
+	st := producerStart{cur: writePos{seg: s, pos: int(pos), last: int(last), tail: tail}, clean: flags == 1}
 	switch {
 	case tail < head || tail < segFirst || (s.next != unsealed && tail > s.next):
-		return p.rebuildProducer(path, fmt.Sprintf("tail %d lies outside segment %s (log retained from %d)", tail, filepath.Base(s.path), head))
+		return rebuild(fmt.Sprintf("tail %d lies outside segment %s (log retained from %d)", tail, filepath.Base(s.path), head))
 	case pos < segmentHeaderSize:
-		return p.rebuildProducer(path, fmt.Sprintf("byte position %d lies in the segment header", pos))
+		return rebuild(fmt.Sprintf("byte position %d lies in the segment header", pos))
 	case tail == segFirst:
 		if pos != segmentHeaderSize || last != -1 {
-			return p.rebuildProducer(path, fmt.Sprintf("off a record boundary: tail %d starts segment %s but position is %d", tail, filepath.Base(s.path), pos))
+			return rebuild(fmt.Sprintf("off a record boundary: tail %d starts segment %s but position is %d", tail, filepath.Base(s.path), pos))
 		}
 	case last < segmentHeaderSize || last >= pos:
-		return p.rebuildProducer(path, fmt.Sprintf("off a record boundary: last record at %d, tail position %d", last, pos))
+		return rebuild(fmt.Sprintf("off a record boundary: last record at %d, tail position %d", last, pos))
 	default:
 		_, next, _, reason := s.decodeWritten(int(last), tail-1)
 		if reason != "" {
-			p.b.cfg.log.Warn("mmap: damaged record before the producer checkpoint: kept, reading it reports it",
-				zap.String("segment", s.path), zap.Int64("byte", last), zap.Int64("offset", tail-1), zap.String("reason", reason))
+			st.damagedLast = reason
 		} else if int64(next) != pos {
-			return p.rebuildProducer(path, fmt.Sprintf("off a record boundary: the record at byte %d of %s ends at %d, not at %d", last, filepath.Base(s.path), next, pos))
+			return rebuild(fmt.Sprintf("off a record boundary: the record at byte %d of %s ends at %d, not at %d", last, filepath.Base(s.path), next, pos))
 		}
+	}
+	return st, nil
+}
+
+// checkProducerCheckpoint is checkProducer on the partition: it logs what
+// it found and prepares the index of the segment the scan starts in.
+func (p *partition[T]) checkProducerCheckpoint(head int64) (_ writePos, clean bool, _ error) {
+	st, err := checkProducer(p.dir, p.segs, head)
+	if err != nil {
+		return writePos{}, false, err
+	}
+	s := st.cur.seg
+	if st.rebuild != "" {
+		// The records are checksummed, so the scan from the last
+		// segment's start finds the tail the checkpoint would have named.
+		p.b.cfg.log.Warn("mmap: rebuilding producer.offset by scanning the last segment",
+			zap.String("file", filepath.Join(p.dir, producerFile)), zap.String("reason", st.rebuild), zap.String("segment", s.path))
+		s.eagerFirst = s.first
+		return st.cur, false, nil
+	}
+	if st.damagedLast != "" {
+		p.b.cfg.log.Warn("mmap: damaged record before the producer checkpoint: kept, reading it reports it",
+			zap.String("segment", s.path), zap.Int("byte", st.cur.last), zap.Int64("offset", st.cur.tail-1), zap.String("reason", st.damagedLast))
 	}
 	// Everything below the checkpointed tail is indexed lazily; what the
 	// scan finds from here on is indexed as it goes.
-	s.eagerFirst, s.lazyLimit = tail, int(pos)
-	return writePos{seg: s, pos: int(pos), last: int(last), tail: tail}, flags == 1, nil
-}
-
-// rebuildProducer starts the scan for the tail at the start of the last
-// segment, for a producer checkpoint that cannot be used: the records are
-// checksummed, so the scan finds the tail the checkpoint would have named.
-func (p *partition[T]) rebuildProducer(path, reason string) (writePos, bool, error) {
-	s := p.segs[len(p.segs)-1]
-	if err := s.ensureMapped(); err != nil {
-		return writePos{}, false, err
-	}
-	p.b.cfg.log.Warn("mmap: rebuilding producer.offset by scanning the last segment",
-		zap.String("file", path), zap.String("reason", reason), zap.String("segment", s.path))
-	s.eagerFirst = s.first
-	return writePos{seg: s, pos: segmentHeaderSize, last: -1, tail: s.first}, false, nil
+	s.eagerFirst, s.lazyLimit = st.cur.tail, st.cur.pos
+	return st.cur, st.clean, nil
 }
 
 // scanForward advances cur over the records after the producer checkpoint,
@@ -325,40 +415,24 @@ func (p *partition[T]) rebuildProducer(path, reason string) (writePos, bool, err
 // records after it, and any damaged record of a sealed segment (sealing
 // flushed it), stays in the log at its offset, indexed at the position
 // where it should be, so that reading it is a *CorruptError and the
-// records after it stay readable.
+// records after it stay readable (scanStep decides which).
 func (p *partition[T]) scanForward(cur *writePos) error {
 	for {
 		s := cur.seg
-		limit := int64(math.MaxInt64)
-		if s.next != unsealed {
-			limit = s.next
-		}
 		var pos []uint32
-		end := s.dataEnd(cur.pos)
-		for cur.tail < limit {
-			_, next, empty, reason := decodeData(s.data, end, cur.pos, cur.tail)
-			if reason == "" {
-				pos = append(pos, uint32(cur.pos))
-				cur.last, cur.pos = cur.pos, next
-				cur.tail++
-				continue
+		scanRange(s.data[:s.dataEnd(cur.pos)], cur, segmentLimit(s), func(st step, at int, off int64) {
+			switch st.kind {
+			case stepRecord:
+				pos = append(pos, uint32(at))
+			case stepTorn:
+				p.b.cfg.log.Warn("mmap: cut a torn record at the end of the log",
+					zap.String("segment", s.path), zap.Int("byte", at), zap.Int64("offset", off), zap.String("reason", st.reason))
+			case stepDamaged:
+				p.b.cfg.log.Warn("mmap: damaged records kept in the log: reading them reports them",
+					zap.String("segment", s.path), zap.Int("byte", at), zap.Int64("from", off), zap.Int64("to", st.found-1), zap.String("reason", st.reason))
+				pos = appendDamaged(pos, at, st.next, st.found-off)
 			}
-			at, found, ok := findRecord(s.data[:end], cur.pos, cur.tail, limit)
-			if !ok && s.next == unsealed {
-				if !empty {
-					p.b.cfg.log.Warn("mmap: cut a torn record at the end of the log",
-						zap.String("segment", s.path), zap.Int("byte", cur.pos), zap.Int64("offset", cur.tail), zap.String("reason", reason))
-				}
-				break
-			}
-			if !ok {
-				at, found = cur.pos, s.next
-			}
-			p.b.cfg.log.Warn("mmap: damaged records kept in the log: reading them reports them",
-				zap.String("segment", s.path), zap.Int("byte", cur.pos), zap.Int64("from", cur.tail), zap.Int64("to", found-1), zap.String("reason", reason))
-			pos = appendDamaged(pos, cur.pos, at, found-cur.tail)
-			cur.pos, cur.tail = at, found
-		}
+		})
 		s.eager = append(s.eager, pos...)
 		if s.next == unsealed {
 			return nil
@@ -384,6 +458,89 @@ func (p *partition[T]) scanForward(cur *writePos) error {
 		*cur = writePos{seg: n, pos: segmentHeaderSize, last: -1, tail: n.first}
 		n.eagerFirst = n.first
 	}
+}
+
+// scanRange advances cur over the records of data (a segment's bytes up
+// to where its written data ends) with scanStep, up to offset limit or the
+// end of the records, calling visit with each step, the byte position and
+// the offset it was taken at. cur ends after the last record, or at the
+// end or torn record that stopped the scan.
+func scanRange(data []byte, cur *writePos, limit int64, visit func(st step, at int, off int64)) {
+	for cur.tail < limit {
+		st := scanStep(data, cur.pos, cur.tail, limit)
+		visit(st, cur.pos, cur.tail)
+		switch st.kind {
+		case stepRecord:
+			cur.last, cur.pos = cur.pos, st.next
+			cur.tail++
+		case stepDamaged:
+			cur.pos, cur.tail = st.next, st.found
+		default:
+			return
+		}
+	}
+}
+
+// noLimit is the offset limit of the active segment: its records end
+// where the scan finds no more.
+const noLimit = math.MaxInt64
+
+// segmentLimit is the offset after the last record s may hold: its next
+// once sealed, noLimit while active.
+func segmentLimit(s *segment) int64 {
+	if s.next != unsealed {
+		return s.next
+	}
+	return noLimit
+}
+
+// stepKind is what scanStep found.
+type stepKind int
+
+const (
+	stepRecord  stepKind = iota // an intact record
+	stepDamaged                 // damaged records, kept in the log at their offsets
+	stepEnd                     // the end of the records: never-written bytes
+	stepTorn                    // a torn record at the end of the records, cut by recovery
+)
+
+// step is the outcome of scanStep.
+type step struct {
+	kind stepKind
+	// next is the position after an intact record; after damage, where
+	// the scan resumes: the next intact record, or (when none follows
+	// within a limit) the damaged position itself.
+	next int
+	// found is, after damage, the offset at next: the damaged records
+	// are the offsets from the one asked up to found.
+	found  int64
+	reason string // what is wrong, for stepDamaged and stepTorn
+}
+
+// scanStep checks the record at byte pos of data (a segment's bytes up to
+// where its written data ends), which must hold offset off. limit bounds
+// the offsets the range holds: a sealed segment's next, or the producer
+// checkpoint's tail for the records below it; noLimit past the checkpoint
+// in the active segment. Damage followed by an intact record costs the
+// offsets up to that record; with nothing intact after it, a bounded range
+// loses every offset up to limit, and an open-ended one ends: at
+// never-written bytes (stepEnd) or at a torn record (stepTorn), since a
+// crash leaves nothing intact after a torn write.
+func scanStep(data []byte, pos int, off, limit int64) step {
+	_, next, empty, reason := decodeData(data, len(data), pos, off)
+	if reason == "" {
+		return step{kind: stepRecord, next: next}
+	}
+	at, found, ok := findRecord(data, pos, off, limit)
+	switch {
+	case ok:
+		return step{kind: stepDamaged, next: at, found: found, reason: reason}
+	case limit != noLimit:
+		return step{kind: stepDamaged, next: pos, found: limit, reason: reason}
+	case empty:
+		return step{kind: stepEnd}
+	}
+	return step{kind: stepTorn, reason: reason}
 }
 
 // decodeData is decodeRecord on the data written to a segment, seg[:end]
@@ -447,42 +604,84 @@ func (p *partition[T]) resetTail(cur writePos) error {
 	return nil
 }
 
-// recoverCommits loads every group's consumer.offset. A group directory
-// is created with its checkpoint in it (see partition.writeCommit), so one
-// without a readable checkpoint lost its commit: a *CorruptError naming the
-// file, never a silent rewind. recover checks the commits against the log.
-func (p *partition[T]) recoverCommits() error {
-	root := filepath.Join(p.dir, offsetsDir)
+// groupFiles is what a partition's offsets directory holds, read before
+// anything is changed: recoverCommits acts on it, Inspect reports it.
+type groupFiles struct {
+	commits map[string]int64 // by group
+	// temps are what interrupted writes left: .tmp-{group} directories
+	// (a first commit or a deletion) and consumer.offset.tmp files, which
+	// Open removes.
+	temps  []string
+	strays []string // entries this package did not write, which Open leaves
+	// damaged holds a *CorruptError for each group directory without a
+	// readable checkpoint, in name order: its commit is lost.
+	damaged []*CorruptError
+}
+
+// readGroups reads every group's consumer.offset under the partition
+// directory dir, changing nothing. A group directory is created with its
+// checkpoint in it (see partition.writeCommit), so one without a readable
+// checkpoint lost its commit: damage naming the file, never a silent
+// rewind.
+func readGroups(dir string) (groupFiles, error) {
+	g := groupFiles{commits: map[string]int64{}}
+	root := filepath.Join(dir, offsetsDir)
 	entries, err := os.ReadDir(root)
 	if err != nil {
-		return fmt.Errorf("mmap: read groups: %w", err)
+		return g, fmt.Errorf("mmap: read groups: %w", err)
 	}
 	for _, e := range entries {
-		dir := filepath.Join(root, e.Name())
+		gdir := filepath.Join(root, e.Name())
 		if strings.HasPrefix(e.Name(), groupTmpPrefix) {
-			// A first commit or a deletion that a crash interrupted.
-			if err := os.RemoveAll(dir); err != nil {
-				return fmt.Errorf("mmap: remove leftover: %w", err)
-			}
+			g.temps = append(g.temps, gdir)
 			continue
 		}
 		group, ok := unescapeGroup(e.Name())
 		if !ok || !e.IsDir() {
-			p.b.cfg.log.Warn("mmap: leaving an entry this package did not write", zap.String("file", dir))
+			g.strays = append(g.strays, gdir)
 			continue
 		}
-		if err := os.Remove(filepath.Join(dir, consumerFile+tmpSuffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if tmp := filepath.Join(gdir, consumerFile+tmpSuffix); pathExists(tmp) {
+			g.temps = append(g.temps, tmp)
+		}
+		path := filepath.Join(gdir, consumerFile)
+		v, err := readCheckpoint(path, kindConsumer)
+		var ce *CorruptError
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			g.damaged = append(g.damaged, corrupt(path, -1, "missing: the commit of group %q is lost (restore the file, or delete the group to start it again)", group))
+		case errors.As(err, &ce):
+			g.damaged = append(g.damaged, ce)
+		case err != nil:
+			return g, err
+		default:
+			g.commits[group] = v[0]
+		}
+	}
+	return g, nil
+}
+
+// recoverCommits loads every group's consumer.offset (readGroups) and
+// removes what interrupted writes left; a lost commit fails the open.
+// recover checks the commits against the log.
+func (p *partition[T]) recoverCommits() error {
+	g, err := readGroups(p.dir)
+	if err != nil {
+		return err
+	}
+	if len(g.damaged) > 0 {
+		return g.damaged[0]
+	}
+	for _, path := range g.temps {
+		if err := os.RemoveAll(path); err != nil {
 			return fmt.Errorf("mmap: remove leftover: %w", err)
 		}
-		path := filepath.Join(dir, consumerFile)
-		v, err := readCheckpoint(path, kindConsumer)
-		if errors.Is(err, fs.ErrNotExist) {
-			return corrupt(path, -1, "missing: the commit of group %q is lost (restore the file, or delete the group to start it again)", group)
-		}
-		if err != nil {
-			return err
-		}
-		p.commits[group] = v[0]
+	}
+	for _, path := range g.strays {
+		p.b.cfg.log.Warn("mmap: leaving an entry this package did not write", zap.String("file", path))
+	}
+	for group, c := range g.commits {
+		p.commits[group] = c
 		p.b.groups.Add(group)
 	}
 	return nil

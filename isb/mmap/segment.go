@@ -48,6 +48,11 @@ type segment struct {
 	// recovery).
 	eagerFirst int64
 	eager      []uint32
+
+	// readOnly makes ensureMapped read the written data instead of
+	// mapping the file (Inspect: read permission suffices, and nothing is
+	// mapped writable).
+	readOnly bool
 }
 
 var pageSize = os.Getpagesize()
@@ -148,6 +153,9 @@ func (s *segment) ensureMapped() error {
 	if s.data != nil {
 		return nil
 	}
+	if s.readOnly {
+		return s.readData()
+	}
 	f, err := os.OpenFile(s.path, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("mmap: map segment: %w", err)
@@ -156,6 +164,28 @@ func (s *segment) ensureMapped() error {
 	data, err := mapFile(f, int64(s.size))
 	if err != nil {
 		return err // names the segment already
+	}
+	s.data = data
+	return nil
+}
+
+// readData sets s.data to a copy of the segment's bytes up to where its
+// written data ends (the first hole, as dataEnd finds it): the rest is a
+// hole that holds no record. Inspect reads segments so, needing only read
+// permission, and never reads a hole, which a full tmpfs may fault on.
+func (s *segment) readData() error {
+	f, err := os.Open(s.path)
+	if err != nil {
+		return fmt.Errorf("mmap: read segment: %w", err)
+	}
+	defer f.Close()
+	end, err := seekHole(f, 0)
+	if testNoHoles || err != nil || end < segmentHeaderSize || end > int64(s.size) {
+		end = int64(s.size)
+	}
+	data := make([]byte, end)
+	if _, err := f.ReadAt(data, 0); err != nil {
+		return fmt.Errorf("mmap: read segment %s: %w", s.path, err)
 	}
 	s.data = data
 	return nil

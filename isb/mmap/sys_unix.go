@@ -4,7 +4,9 @@ package mmap
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,4 +37,13 @@ func unmapFile(data []byte) { unix.Munmap(data) }
 // seekHole returns the start of the first hole at or after pos in f.
 func seekHole(f *os.File, pos int64) (int64, error) {
 	return unix.Seek(int(f.Fd()), pos, unix.SEEK_HOLE)
+}
+
+// allocated returns the bytes the file of fi occupies on disk: less than
+// its size for a segment, which is preallocated as a hole.
+func allocated(fi fs.FileInfo) int64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int64(st.Blocks) * 512
+	}
+	return -1
 }
