@@ -108,18 +108,30 @@ func rawWrite(b *testing.B, size, batch int) {
 // mapOpts (a name of its own per run keeps storage that outlives the run,
 // JetStream, from resuming an earlier one).
 func benchRunnelMap(b *testing.B, name string, mapOpts []vertex.Option, opts ...pipeline.Option) {
+	benchRunnelWatched(b, name, mapOpts, nil, opts...)
+}
+
+// benchRunnelWatched is benchRunnelMap with watch(p) called before the
+// run starts; the function it returns is called once the run ended.
+func benchRunnelWatched(b *testing.B, name string, mapOpts []vertex.Option, watch func(*pipeline.Pipeline) func(), opts ...pipeline.Option) {
 	p := pipeline.New(name, opts...)
 	gen := pipeline.Source(p, "gen", vertex.Generator(func(i int64) int64 { return i }).WithCount(int64(b.N)))
 	mapped := pipeline.Map(p, "identity", gen, identity, mapOpts...)
 	sink := vertex.Blackhole[int64]()
 	pipeline.Sink(p, "sink", mapped, sink)
 	b.ReportAllocs()
+	unwatch := func() {}
+	if watch != nil {
+		unwatch = watch(p)
+	}
 	b.ResetTimer()
 	start := time.Now()
 	if err := p.Run(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	report(b, start)
+	b.StopTimer()
+	unwatch()
 	if sink.Count() != int64(b.N) {
 		b.Fatalf("sink got %d, want %d", sink.Count(), b.N)
 	}

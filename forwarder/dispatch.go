@@ -64,6 +64,7 @@ func (rp *replica[T]) dispatchByKey(items []inflight[T]) bool {
 		b := per[k]
 		if b == nil {
 			b = r.pooledBatch()
+			b.read = items[i].owner.read // the share's processing time starts at the read
 			per[k] = b
 		}
 		it := items[i]

@@ -92,8 +92,9 @@ func exhausted(ctx context.Context, cfg Config, id string, attempts int, err err
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	cfg.Counters.NoteError(err)
 	if cfg.Options.Retry.OnExhausted == vertex.DropMessage {
-		cfg.Counters.dropped.Add(1)
+		cfg.Counters.drop(reasonRetries, 1)
 		cfg.reportDrop(DropExhausted, 1, zap.String("id", id), zap.Int("attempts", attempts), zap.Error(err))
 		return nil
 	}

@@ -296,7 +296,7 @@ func RunBatchMap[In, Out any](hard, stop context.Context, cfg Config, in Input[I
 					if err := exhausted(ctx, cfg, msgs[0].ID, attempts, err); err != nil {
 						return nil, err
 					}
-					cfg.Counters.dropped.Add(int64(len(msgs) - 1)) // exhausted counted one
+					cfg.Counters.drop(reasonRetries, len(msgs)-1) // exhausted counted one
 					cfg.reportDrop(DropExhausted, len(msgs)-1)
 					return nil, nil
 				}

@@ -31,6 +31,7 @@ type inflight[T any] struct {
 type batchBuf[T any] struct {
 	items []inflight[T]
 	left  atomic.Int64 // items not yet acked or nacked
+	read  time.Time    // when the batch was read: each chunk's ack observes the time since
 }
 
 // reader pulls a replica's partitions under the in-flight semaphore, tracks
@@ -163,6 +164,7 @@ func (r *reader[T]) take(b isb.Batch[vertex.Message[T]]) []inflight[T] {
 		buf = &batchBuf[T]{items: make([]inflight[T], 0, max(len(b.Items), r.batch))}
 	}
 	items := buf.items[:0]
+	buf.read = time.Now() // one clock read per batch, for the processing time
 	// One fetch per batch, at its first data message: the watermark of a
 	// later offset can only be the same or higher, so every message of the
 	// batch gets a watermark at most its own (conservative, and still never
@@ -347,6 +349,9 @@ func (r *reader[T]) ack(items []inflight[T]) {
 	n := len(items)
 	r.counters.acked.Add(int64(n))
 	r.counters.inFlight.Add(-int64(n))
+	if b := items[0].owner; b != nil {
+		r.counters.latency.Since(b.read) // per chunk: a chunk comes from one batch
+	}
 	r.recycle(items)
 	r.release(n)
 }

@@ -28,6 +28,9 @@ type reduceShard[In, S, Out any] struct {
 	// oldest is the smallest end of an open window or of a window whose
 	// results are being written (MaxInt64: none); the watermark reads it.
 	oldest atomic.Int64
+	// panes is the open panes the shard last counted in the replica's
+	// OpenWindows (guarded by mu).
+	panes int
 
 	mu      sync.Mutex // guards the fields below: the worker and the ticker
 	set     windowSet[In, S]
@@ -164,7 +167,7 @@ func (sh *reduceShard[In, S, Out]) writeLate(ctx context.Context) error {
 	red.cfg.Counters.late.Add(int64(n))
 	defer clear(sh.lates)
 	if len(red.spec.Late) == 0 {
-		red.cfg.Counters.dropped.Add(int64(n))
+		red.cfg.Counters.drop(reasonLate, n)
 		red.cfg.reportDrop(DropLate, n, zap.String("id", sh.lates[0].ID), zap.Time("eventTime", sh.lates[0].EventTime))
 		return nil
 	}
@@ -235,6 +238,12 @@ func (sh *reduceShard[In, S, Out]) noteOldest() {
 		sh.oldest.Store(end)
 	} else {
 		sh.oldest.Store(math.MaxInt64)
+	}
+	// The open windows move with the oldest end: after a chunk, a close,
+	// a replay. One add per chunk, none when nothing opened or closed.
+	if n := sh.set.size(); n != sh.panes {
+		sh.red.cfg.Counters.openWindows.Add(int64(n - sh.panes))
+		sh.panes = n
 	}
 }
 

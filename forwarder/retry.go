@@ -28,6 +28,7 @@ func retryAfter[R any](ctx context.Context, cfg Config, what string, err error, 
 			return zero, attempt, fmt.Errorf("%w: %w", vertex.ErrRetriesExhausted, err)
 		}
 		cfg.Counters.retried.Add(1)
+		cfg.Counters.NoteError(err)
 		wait := backoff(p, attempt)
 		cfg.Failures.failed(cfg.Logger, what+" failed, retrying", zap.Error(err), zap.Int("attempt", attempt), zap.Duration("backoff", wait))
 		if serr := sleep(ctx, wait); serr != nil {

@@ -102,6 +102,7 @@ func (sw *sinkWorker[T]) deliver(ctx context.Context, pending []vertex.Message[T
 			return nil
 		}
 		cfg.Counters.retried.Add(int64(len(sw.retry)))
+		cfg.Counters.NoteError(sw.causes[0])
 		wait := backoff(cfg.Options.Retry, attempt)
 		cfg.Failures.failed(cfg.Logger, "sink write failed, retrying", zap.Error(sw.causes[0]),
 			zap.Int("messages", len(sw.retry)), zap.String("id", sw.retry[0].ID),

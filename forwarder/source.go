@@ -216,6 +216,7 @@ func (sr *sourceReplica[T]) finish(b *sourceBatch[T]) error {
 	}
 	cfg.Counters.acked.Add(n)
 	cfg.Counters.inFlight.Add(-n)
+	cfg.Counters.latency.Since(b.readAt)
 	return nil
 }
 
@@ -288,6 +289,7 @@ func (sr *sourceReplica[T]) read(ctx context.Context) (EndKind, error) {
 // completer.
 func (sr *sourceReplica[T]) write(b *sourceBatch[T]) error {
 	cfg, n := sr.cfg, len(b.msgs)
+	b.readAt = time.Now()
 	cfg.Counters.read.Add(int64(n))
 	cfg.Counters.enter(n)
 	sr.flying.take(b, func() time.Time {

@@ -2,6 +2,7 @@ package forwarder
 
 import (
 	"context"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -48,6 +49,8 @@ type sourceBatch[T any] struct {
 	// snap is, for a resumed source, the tails of its scanned buffers when
 	// the batch was registered (see SourceResume).
 	snap []int64
+	// readAt is when the read returned: the ack observes the time since.
+	readAt time.Time
 }
 
 // sourceBatches owns a replica's batches and, when it keeps more than

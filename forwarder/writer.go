@@ -25,6 +25,8 @@ type Edge[T any] struct {
 	// ByKey routes by a stable hash of the message keys; otherwise each
 	// write goes to the next partition in turn.
 	ByKey bool
+	// Counters, when not nil, count what the edge wrote and discarded.
+	Counters *EdgeCounters
 }
 
 // Writer writes a replica's outputs to its outgoing edges. It is safe for
@@ -166,7 +168,7 @@ func (w *Writer[T]) Complete(buf *WriteBuffer[T]) error {
 		if err := s.pending.Wait(); err != nil {
 			return err
 		}
-		w.wrote(s.n, s.n)
+		w.wrote(s.e, s.n, s.n)
 		w.publish(s.e, s.part, s.pending.Last(), buf.wm)
 	}
 	buf.staged = buf.staged[:0]
@@ -215,7 +217,8 @@ func (w *Writer[T]) write(ctx context.Context, msgs []vertex.Message[T], buf *Wr
 		return nil
 	}
 	if tagged, unrouted := w.countUnrouted(msgs); tagged+unrouted > 0 {
-		w.counters.dropped.Add(int64(tagged + unrouted))
+		w.counters.drop(reasonTagged, tagged)
+		w.counters.drop(reasonNoEdge, unrouted)
 		w.reportDrop(DropTagged, tagged)
 		w.reportDrop(DropUnrouted, unrouted)
 	}

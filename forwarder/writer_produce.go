@@ -60,7 +60,7 @@ func (w *Writer[T]) produce(ctx context.Context, e *edgeWriter[T], p int, items 
 	} else if last, err = e.prod.ProduceTo(ctx, p, items); err != nil {
 		return err
 	}
-	w.wrote(len(items), written)
+	w.wrote(e, len(items), written)
 	if written > 0 {
 		w.publish(e, p, last, w.watermark())
 	}
@@ -100,7 +100,7 @@ func (w *Writer[T]) produceKeyed(ctx context.Context, e *edgeWriter[T], items []
 	} else if err := e.byKey.ProduceBatchLast(ctx, items, last); err != nil {
 		return err
 	}
-	w.wrote(len(items), written)
+	w.wrote(e, len(items), written)
 	wm := w.watermark()
 	for p, l := range last {
 		if l >= 0 {
@@ -110,13 +110,19 @@ func (w *Writer[T]) produceKeyed(ctx context.Context, e *edgeWriter[T], items []
 	return nil
 }
 
-// wrote counts written of n messages as written and the rest as dropped
-// (an edge that discards when full had no room for them).
-func (w *Writer[T]) wrote(n, written int) {
+// wrote counts written of n messages to e as written and the rest as
+// dropped (e discards when full and had no room for them).
+func (w *Writer[T]) wrote(e *edgeWriter[T], n, written int) {
 	w.counters.written.Add(int64(written))
+	if c := e.Counters; c != nil {
+		c.written.Add(int64(written))
+	}
 	if n > written {
-		w.counters.dropped.Add(int64(n - written))
+		w.counters.drop(reasonFull, n-written)
 		w.reportDrop(DropFull, n-written)
+		if c := e.Counters; c != nil {
+			c.discarded.Add(int64(n - written))
+		}
 	}
 }
 

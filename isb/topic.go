@@ -209,20 +209,34 @@ func (t *Topic[T]) Producer(r Router[T]) *Producer[T] {
 // Pending returns how many items group has not committed yet, over all
 // partitions (everything retained for a group that does not exist yet).
 func (t *Topic[T]) Pending(group string) int64 {
+	var n int64
+	t.pending(group, func(_ int, pending int64) { n += pending })
+	return n
+}
+
+// PendingByPartition appends to dst, for each partition in order, how many
+// items group has not committed there yet (as Pending counts them), and
+// returns dst.
+func (t *Topic[T]) PendingByPartition(group string, dst []int64) []int64 {
+	t.pending(group, func(_ int, pending int64) { dst = append(dst, pending) })
+	return dst
+}
+
+// pending calls f with what group has not committed of each partition, in
+// order, under the locks that make the counts consistent.
+func (t *Topic[T]) pending(group string, f func(p int, pending int64)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lockCommits()
 	defer t.unlockCommits()
 	g := t.groups[group]
-	var n int64
 	for p, pt := range t.parts {
 		from := pt.log.Head() // where a new group would start
 		if g != nil {
 			from = g.commits[p]
 		}
-		n += pt.log.Tail() - from
+		f(p, pt.log.Tail()-from)
 	}
-	return n
 }
 
 // Used returns how many items hold capacity: retained and not committed by

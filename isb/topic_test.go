@@ -280,3 +280,39 @@ func TestRoundRobinSingleItems(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestPendingByPartition: what a group has not committed, per partition,
+// sums to Pending; a group that does not exist yet has everything retained
+// pending (partition 0 released what g committed).
+func TestPendingByPartition(t *testing.T) {
+	ctx := context.Background()
+	tp := newTopic[int](t, "pending", isb.Partitions(3))
+	p := tp.Producer(isb.BySelector(func(v, _ int) int { return v % 3 }))
+	if err := p.ProduceBatch(ctx, []int{0, 1, 2, 3, 4, 6, 9}); err != nil { // partition 0: 4 items, 1: 2, 2: 1
+		t.Fatal(err)
+	}
+	cons, err := tp.PullConsumer("g", isb.BatchSize(10), isb.ManualCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	for delivered := false; !delivered; {
+		b, err := cons.Pull(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delivered = b.Partition == 0
+	}
+	if err := cons.CommitTo(0, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := tp.PendingByPartition("g", nil), []int64{1, 2, 1}; !slices.Equal(got, want) {
+		t.Fatalf("PendingByPartition(g) = %v, want %v", got, want)
+	}
+	if got := tp.Pending("g"); got != 4 {
+		t.Fatalf("Pending(g) = %d, want 4", got)
+	}
+	if got, want := tp.PendingByPartition("other", []int64{-1}), []int64{-1, 1, 2, 1}; !slices.Equal(got, want) {
+		t.Fatalf("PendingByPartition(other) appended %v, want %v", got, want)
+	}
+}

@@ -11,7 +11,9 @@ import (
 
 // buffer is a vertex's input buffer, whatever its element type.
 type buffer interface {
-	pending() int64             // messages not yet committed by the vertex
+	// state is what Stats shows of the buffer: pending per partition and
+	// the capacity in use.
+	state() bufferState
 	assigned(replica int) []int // the partitions replica reads
 	// claimOf claims partitions for group in the buffer's storage (a
 	// source replica's claim on shared storage).
@@ -47,6 +49,7 @@ func openBuffer[T any](c *config, p *Pipeline, n *node) (buffer, error) {
 	topic, backend, err := openTopicBackend[T](c, BufferSpec{
 		Pipeline: p.name, Vertex: n.name,
 		Partitions: n.cfg.Partitions, Capacity: n.cfg.BufferCapacity,
+		Events: n.obs,
 	})
 	if err != nil {
 		return nil, err
@@ -96,7 +99,25 @@ func openConsumers[T any](c *config, n *node, topic *isb.Topic[vertex.Message[T]
 	return cs, nil
 }
 
-func (b *inputBuffer[T]) pending() int64 { return b.topic.Pending(b.group) }
+func (b *inputBuffer[T]) state() bufferState {
+	s := bufferState{
+		partitions: b.topic.PendingByPartition(b.group, nil),
+		used:       b.topic.Used(), capacity: b.topic.Capacity(), waiting: b.topic.Waiting(),
+	}
+	s.readers = make([]int, len(s.partitions))
+	for p := range s.readers {
+		s.readers[p] = -1
+	}
+	for r, c := range b.consumers {
+		if c == nil {
+			continue // a replica another process runs
+		}
+		for _, p := range c.Assigned() {
+			s.readers[p] = r
+		}
+	}
+	return s
+}
 
 func (b *inputBuffer[T]) assigned(r int) []int { return b.consumers[r].Assigned() }
 
@@ -163,11 +184,12 @@ func edgesOf[T any](n *node, late bool) []forwarder.Edge[T] {
 		discard := e.to.cfg.DiscardWhenFull || e.discard
 		b := e.to.in.(*inputBuffer[T])
 		edges = append(edges, forwarder.Edge[T]{
-			To:      e.to.name,
-			Topic:   b.topic,
-			When:    e.when,
-			Discard: discard,
-			ByKey:   e.to.cfg.PartitionByKey,
+			To:       e.to.name,
+			Topic:    b.topic,
+			When:     e.when,
+			Discard:  discard,
+			ByKey:    e.to.cfg.PartitionByKey,
+			Counters: e.counters,
 		})
 	}
 	return edges

@@ -152,4 +152,15 @@
 // (FromSlice hands over its whole slice again) while the buffers resume.
 // Watermarks are kept in memory (unless WatermarkConfig.Store says otherwise):
 // after a restart they start again from the messages read.
+//
+// # Seeing it run
+//
+// [Pipeline.Stats] and [Pipeline.Status] may be called at any time, from
+// any goroutine: every vertex's counts (drops by reason), its input
+// buffer per partition and whether it is full, its rates over 1, 5 and 15
+// minutes (sampled every second while it runs), its watermark, processing
+// time, flush and WAL commit times and last error; every edge's counts,
+// rate and watermark. They read counters the forwarders keep per batch
+// anyway. Package pipeline/monitor serves them as Prometheus metrics, a
+// /status JSON and a live page of the DAG.
 package pipeline

@@ -26,6 +26,17 @@ type Pipeline struct {
 	mu   sync.Mutex // guards ran and the runtime state of nodes
 	ran  bool
 	live bool // buffers open: Stats may ask them
+	// resolved is set once Run's validate wrote every node's cfg and
+	// outs: Status reads them only then (or before Run, when nothing
+	// writes them).
+	resolved bool
+	// What Status shows of the run (guarded by mu): set once Run opened
+	// the buffers, kept after it returned.
+	last    *runtime // for the run's first error
+	run     string
+	storage string
+	started time.Time
+	rates   rateRing // sampled every rateEvery while the run is live
 	// rt is the running Run's runtime (nil before and after); stopAsked
 	// and drainAsked record a Stop or Drain, also one before Run got to
 	// rt; abandoned are the vertices with replicas Run returned without.
@@ -179,9 +190,12 @@ type node struct {
 	counters []*forwarder.Counters
 	failures *forwarder.FailureLog // shared by the replicas: the rate limit of their failure lines is the vertex's
 	drops    *forwarder.DropLog    // likewise, for the lines about dropped messages
-	final    int64                 // pending of the closed buffer
+	final    bufferState           // the closed buffer's pending and usage
 	leases   []isb.Lease           // a source's claims of its replicas on shared storage
 	wm       *vertexWatermarks     // nil: watermarks off
+	// obs is what the vertex's storage reports and the error that failed
+	// a replica: made with the node, so that Stats reads it at any time.
+	obs *observed
 }
 
 // outEdge is an edge out of a node, as validate resolved it.
@@ -190,12 +204,15 @@ type outEdge struct {
 	when    *vertex.Condition
 	discard bool // drop what does not fit (Stream.DiscardWhenFull)
 	late    bool // the late-data stream of a reduce vertex
+	// counters count what the edge carried; made by validate, so a
+	// snapshot during or after the run finds them.
+	counters *forwarder.EdgeCounters
 }
 
 // add registers a new vertex, recording a build error for a bad or
 // duplicate name.
 func (p *Pipeline) add(name string, k kind, opts []vertex.Option) *node {
-	n := &node{name: name, kind: k, opts: opts}
+	n := &node{name: name, kind: k, opts: opts, obs: newObserved()}
 	switch {
 	case !validName(name):
 		n.refused = true

@@ -267,7 +267,7 @@ func (rl *reduceLogs) open(rt *runtime, p *Pipeline, n *node, w vertex.Windowing
 	}
 	logs := make([]*wal.WAL, parts)
 	for part := range parts {
-		l, err := openPartitionLog(dir, part, parts, w, log)
+		l, err := openPartitionLog(dir, part, parts, w, log, wal.OnCommit(n.obs.walCommit.Observe))
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -293,11 +293,11 @@ func partitionDir(dir string, part int) string {
 
 // openPartitionLog opens partition part's log and checks it against the
 // vertex.
-func openPartitionLog(dir string, part, parts int, w vertex.Windowing, log *zap.Logger) (*wal.WAL, error) {
+func openPartitionLog(dir string, part, parts int, w vertex.Windowing, log *zap.Logger, opts ...wal.Option) (*wal.WAL, error) {
 	pdir := partitionDir(dir, part)
 	asked := partitionMeta(w, part, parts)
 	// The WAL logs what its recovery repaired.
-	l, err := wal.Open(pdir, wal.Metadata(asked), wal.Logger(log.With(zap.Int("partition", part))))
+	l, err := wal.Open(pdir, append([]wal.Option{wal.Metadata(asked), wal.Logger(log.With(zap.Int("partition", part)))}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("reduce WAL of partition %d: %w", part, err)
 	}

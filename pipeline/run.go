@@ -180,6 +180,9 @@ func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) error {
 	p.mu.Unlock()
 	defer close(p.done) // Drain's wait
 	cfg, err := p.validate()
+	p.mu.Lock()
+	p.resolved = true
+	p.mu.Unlock()
 	if err != nil {
 		return err
 	}
@@ -203,6 +206,9 @@ func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) error {
 		return err
 	}
 	rt := &runtime{cfg: cfg, log: cfg.logger.With(zap.String("pipeline", p.name)), run: run}
+	p.mu.Lock()
+	p.last, p.run, p.storage, p.started = rt, run, cfg.storage.String(), time.Now()
+	p.mu.Unlock()
 	rt.soft, rt.softCancel = context.WithCancel(ctx)
 	// Writes and acks outlive ctx: a cancelled pipeline still drains.
 	rt.hard, rt.hardCancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -226,7 +232,9 @@ func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) error {
 		}
 		defer p.stopWatermarks(rt, p.watermarks())
 	}
+	stopRates := p.sampleRates()
 	p.start(rt)
+	stopRates()
 	for _, n := range p.nodes {
 		n.drops.Flush(rt.log, zap.String("vertex", n.name)) // what the rate limit held back
 	}
@@ -400,6 +408,7 @@ func (p *Pipeline) start(rt *runtime) {
 					defer rt.replicaDone(n)
 				}
 				if err := n.run(rt, n, r); err != nil {
+					n.obs.replicaFailed(r, err)
 					rt.fail(err)
 					return
 				}
@@ -517,7 +526,8 @@ func (p *Pipeline) close() error {
 			}
 			n.leases = nil
 			if n.in != nil {
-				n.final = n.in.pending()
+				n.final = n.in.state()
+				n.final.readers = nil // nothing reads a closed buffer
 				errs = append(errs, n.in.close())
 			}
 			if p.abandoned[n] {

@@ -100,6 +100,22 @@ type BufferSpec struct {
 	// value codec's), for storage that records it to refuse a buffer
 	// reopened with another.
 	Codec string
+	// Events, when not nil, is told what the buffer's storage does: its
+	// flushes and failed calls, which Stats and the metrics show.
+	Events BufferEvents
+}
+
+// BufferEvents receives what a buffer's storage reports about its own
+// work, for Stats (VertexStats.Flush, StorageErrors) and the metrics of
+// package pipeline/monitor. A Storage passes the events its backends can
+// report; the methods are quick and safe for concurrent use.
+type BufferEvents interface {
+	// Flushed reports a flush to disk that made appended messages durable,
+	// and how long it took.
+	Flushed(d time.Duration)
+	// Failed reports a failed call to remote storage, which may be retried:
+	// op is "publish", "fetch" or the call's name ("commit", ...).
+	Failed(op string, err error)
 }
 
 // StateStore is where a storage keeps one source vertex's state: a value
@@ -174,17 +190,21 @@ func (s *mmapStorage) Shared() bool   { return false }
 // OpenBuffer opens an mmap backend of encoded messages: the path of a
 // wrapper of MMap(dir); Run opens typed mmap buffers instead.
 func (s *mmapStorage) OpenBuffer(spec BufferSpec) (isb.Backend[[]byte], error) {
-	return mmap.New[[]byte](filepath.Join(s.dir, spec.Pipeline), s.bufferOptions(mmap.WithCodec(codec.Bytes()))...)
+	return mmap.New[[]byte](filepath.Join(s.dir, spec.Pipeline), s.bufferOptions(spec, mmap.WithCodec(codec.Bytes()))...)
 }
 
-// bufferOptions are the options of a buffer whose items are encoded by
-// withCodec (an mmap.WithCodec).
-func (s *mmapStorage) bufferOptions(withCodec mmap.Option) []mmap.Option {
-	return append([]mmap.Option{
+// bufferOptions are the options of spec's buffer whose items are encoded
+// by withCodec (an mmap.WithCodec).
+func (s *mmapStorage) bufferOptions(spec BufferSpec, withCodec mmap.Option) []mmap.Option {
+	opts := []mmap.Option{
 		mmap.SegmentSize(mmapBufferSegment),
 		mmap.MaxRetainedConsumedSegments(mmapRetained),
 		withCodec,
-	}, s.opts...)
+	}
+	if spec.Events != nil {
+		opts = append(opts, mmap.OnFlush(spec.Events.Flushed))
+	}
+	return append(opts, s.opts...)
 }
 
 func (s *mmapStorage) SourceState(pipeline, vertex string) (StateStore, error) {
@@ -298,7 +318,7 @@ func openTopicBackend[T any](c *config, spec BufferSpec) (*isb.Topic[vertex.Mess
 		backend, name = b, spec.Pipeline+"-"+spec.Vertex
 	case *mmapStorage:
 		b, err := mmap.New[vertex.Message[T]](filepath.Join(s.dir, spec.Pipeline),
-			s.bufferOptions(mmap.WithCodec(envelopeOf[T](c)))...)
+			s.bufferOptions(spec, mmap.WithCodec(envelopeOf[T](c)))...)
 		if err != nil {
 			return nil, nil, err
 		}

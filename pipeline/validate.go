@@ -76,7 +76,8 @@ func (p *Pipeline) validate() (config, error) {
 			if err := part.when.Validate(); err != nil {
 				vertexErr(n, fmt.Errorf("edge from %q: %w", part.from.name, err))
 			}
-			part.from.outs = append(part.from.outs, outEdge{to: n, when: part.when, discard: part.discard, late: part.late})
+			part.from.outs = append(part.from.outs, outEdge{to: n, when: part.when, discard: part.discard, late: part.late,
+				counters: new(forwarder.EdgeCounters)})
 		}
 	}
 	for _, n := range p.nodes {

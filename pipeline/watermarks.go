@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -308,6 +309,9 @@ type publishedEdge struct {
 	to, bucket string
 	partitions int
 	idle       *watermark.IdleManager
+	// published is the highest watermark published to the edge, Unix ns
+	// (0: none yet), for Status.
+	published atomic.Int64
 }
 
 func newReplicaPublisher(rt *runtime, store watermark.Store, pipeline string, n *node, r int) (*replicaPublisher, error) {
@@ -360,7 +364,9 @@ func (rp *replicaPublisher) Publish(to string, partition int, offset int64, wm t
 	}
 	if err := rp.pub.Publish(e.bucket, partition, offset, wm); err != nil {
 		rp.log.Warn("watermark publish", zap.String("edge", e.bucket), zap.Int("partition", partition), zap.Error(err))
+		return
 	}
+	e.notePublished(wm)
 }
 
 // PublishEnd implements forwarder.EndPublisher: the replica ended its
@@ -376,7 +382,9 @@ func (rp *replicaPublisher) PublishEnd(to string, partition int, offset int64) {
 	}
 	if err := rp.pub.PublishEnd(e.bucket, partition, offset); err != nil {
 		rp.log.Warn("final watermark publish", zap.String("edge", e.bucket), zap.Int("partition", partition), zap.Error(err))
+		return
 	}
+	e.notePublished(watermark.Max)
 }
 
 // Idle implements forwarder.IdlePublisher: each partition idle for the
@@ -408,6 +416,8 @@ func (rp *replicaPublisher) Idle(ctx context.Context, wm time.Time, write forwar
 				}
 				if err := rp.pub.PublishIdle(e.bucket, part, step.Offset, wm); err != nil {
 					rp.log.Warn("idle watermark publish", zap.String("edge", e.bucket), zap.Int("partition", part), zap.Error(err))
+				} else {
+					e.notePublished(wm)
 				}
 			}
 		}

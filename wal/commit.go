@@ -339,6 +339,10 @@ func (w *WAL) commit(group []*request) error {
 		}
 	}
 	n := index - w.last
+	var start time.Time
+	if w.cfg.onCommit != nil {
+		start = time.Now()
+	}
 	if err := w.log.WriteBatch(&w.batch); err != nil {
 		w.batch.Clear()
 		return fmt.Errorf("wal: write batch: %w", err)
@@ -349,6 +353,9 @@ func (w *WAL) commit(group []*request) error {
 		if err := w.recordRollover(); err != nil {
 			return err
 		}
+	}
+	if w.cfg.onCommit != nil {
+		w.cfg.onCommit(time.Since(start))
 	}
 	w.last = index
 	w.genBytes += bytes

@@ -25,6 +25,7 @@ type config struct {
 	seedOffsets   map[int32]int64   // Seed
 	seedWatermark time.Time
 	log           *zap.Logger // never nil after newConfig
+	onCommit      func(time.Duration)
 }
 
 // DefaultSegmentSize is the segment size without a SegmentSize option.
@@ -100,3 +101,9 @@ func MaxBatchBytes(bytes int) Option { return func(c *config) { c.maxBatch = byt
 // removed. The same is in Recovered. A nil logger (the default) logs
 // nothing.
 func Logger(l *zap.Logger) Option { return func(c *config) { c.log = l } }
+
+// OnCommit calls f after every group commit that succeeded, with the time
+// its write and fsync took: the commit latency a pipeline's metrics show.
+// f runs on the committer goroutine, so it must be quick (an atomic add);
+// nil, the default, calls nothing.
+func OnCommit(f func(time.Duration)) Option { return func(c *config) { c.onCommit = f } }

@@ -2,7 +2,9 @@ package wal
 
 import (
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -126,5 +128,27 @@ func TestAppendAsyncOverlapsTheCommit(t *testing.T) {
 	}
 	if !slices.Equal(offsets, []int64{1, 2, 3, 4}) {
 		t.Fatalf("replayed offsets %v, want [1 2 3 4]", offsets)
+	}
+}
+
+// TestOnCommitSeesEveryGroupCommit: OnCommit is called once per group
+// commit (Stats.Batches), with the time it took.
+func TestOnCommitSeesEveryGroupCommit(t *testing.T) {
+	var commits, timed atomic.Int64
+	w := openT(t, t.TempDir(), OnCommit(func(d time.Duration) {
+		commits.Add(1)
+		if d > 0 {
+			timed.Add(1)
+		}
+	}))
+	defer closeT(t, w)
+	for b := range 5 {
+		appendT(t, w, msg(0, int64(b), b))
+	}
+	if got, want := commits.Load(), w.Stats().Batches; got != want || got != 5 {
+		t.Fatalf("OnCommit called %d times for %d batches, want 5", got, want)
+	}
+	if timed.Load() != 5 {
+		t.Fatalf("%d of 5 commits took a time", timed.Load())
 	}
 }

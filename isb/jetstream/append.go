@@ -180,6 +180,7 @@ func (l *log[T]) complete(ctx context.Context, w *write[T]) (int64, error) {
 		if len(failed) == 0 {
 			return int64(last), nil
 		}
+		l.b.cfg.failed("publish", lastErr)
 		if errors.Is(lastErr, nats.ErrNoResponders) && l.checkDeleted() {
 			return 0, l.deletedErr("append")
 		}

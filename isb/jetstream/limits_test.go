@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,8 +88,16 @@ func TestNeverDiscardsUnconsumed(t *testing.T) {
 	limits := []jetstream.Option{jetstream.MaxMsgs(8), jetstream.UsageLimit(1)}
 	fail := []isb.TopicOption{isb.WithFullMode(isb.FullFail)}
 	// A writer that refreshes once a minute: it knows nothing of what the
-	// raw publishes below store (they announce nothing).
-	blind := mustTopic(t, srv.Connect(), prefix, fail, append(limits, jetstream.Refresh(time.Minute))...)
+	// raw publishes below store (they announce nothing). OnError sees the
+	// publish the stream refuses.
+	var failures []string
+	var fmu sync.Mutex
+	onError := jetstream.OnError(func(op string, err error) {
+		fmu.Lock()
+		defer fmu.Unlock()
+		failures = append(failures, op)
+	})
+	blind := mustTopic(t, srv.Connect(), prefix, fail, append(limits, jetstream.Refresh(time.Minute), onError)...)
 	js := jsOf(t, nc)
 	for i := range 8 {
 		if _, err := js.Publish(ctx, stream, []byte(fmt.Sprintf(`{"s":%d}`, i))); err != nil {
@@ -97,6 +106,11 @@ func TestNeverDiscardsUnconsumed(t *testing.T) {
 	}
 	err := blind.Producer(nil).Produce(ctx, isbtest.Item{Seq: 8})
 	streamErrorOf(t, "produce past MaxMsgs by a writer that did not know the usage", err, isb.ErrFull, stream)
+	fmu.Lock()
+	if !slices.Equal(failures, []string{"publish"}) {
+		t.Errorf("OnError saw %v, want one publish", failures)
+	}
+	fmu.Unlock()
 	if st := streamState(t, js, stream); st.Msgs != 8 || st.FirstSeq != 1 {
 		t.Fatalf("stream holds %d messages from %d after a refused produce; want 8 from 1 (none discarded)", st.Msgs, st.FirstSeq)
 	}

@@ -227,6 +227,7 @@ func (l *log[T]) request(parent context.Context, op string, f func(ctx context.C
 		if parent.Err() != nil {
 			return isb.ErrClosed
 		}
+		l.b.cfg.failed(op, err)
 		if !transient(err) || time.Now().After(deadline) {
 			return streamErr(l.stream, op, err)
 		}

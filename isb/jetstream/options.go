@@ -33,6 +33,7 @@ type options struct {
 	bucket         string
 	claimTTL       time.Duration
 	log            *zap.Logger
+	onError        func(op string, err error)
 	topic          []isb.TopicOption
 	topicSet       bool
 }
@@ -56,6 +57,7 @@ type config[T any] struct {
 	bucket         string
 	claimTTL       time.Duration
 	log            *zap.Logger // never nil
+	onError        func(op string, err error)
 }
 
 // Defaults of the options.
@@ -154,6 +156,14 @@ func ClaimTTL(d time.Duration) Option { return func(o *options) { o.claimTTL = d
 // failed renewals (default none).
 func Logger(l *zap.Logger) Option { return func(o *options) { o.log = l } }
 
+// OnError calls f with every failed attempt to talk to the server: op
+// "publish" for a round of publishes some of which were not acknowledged
+// (retried, or the append's error), "fetch" for a read, and the
+// operation's name ("commit", ...) for the other requests. It is what a
+// pipeline's metrics count as storage errors. f must be quick and safe
+// for concurrent use; nil, the default, calls nothing.
+func OnError(f func(op string, err error)) Option { return func(o *options) { o.onError = f } }
+
 // Topic carries topic options (isb.Partitions, isb.WithFullMode) in
 // NewTopic's one option list, as in isb/mmap. New refuses it.
 func Topic(opts ...isb.TopicOption) Option {
@@ -186,7 +196,7 @@ func validate[T any](o options) (config[T], error) {
 		prefix: o.prefix, replicas: o.replicas, memory: o.memory, maxMsgs: o.maxMsgs, maxBytes: o.maxBytes,
 		maxAge: o.maxAge, duplicates: o.duplicates, refresh: o.refresh, maxOutstanding: o.maxOutstanding,
 		ackTimeout: o.ackTimeout, retryTimeout: o.retryTimeout, requestTimeout: o.requestTimeout,
-		bucket: o.bucket, claimTTL: o.claimTTL, log: o.log,
+		bucket: o.bucket, claimTTL: o.claimTTL, log: o.log, onError: o.onError,
 	}
 	if c.log == nil {
 		c.log = zap.NewNop()
@@ -251,4 +261,16 @@ func nameChars(s string, empty bool) bool {
 		}
 	}
 	return true
+}
+
+// failed reports a failed attempt of op to OnError's function. A read is
+// reported as "fetch", the name the metrics give it.
+func (c *config[T]) failed(op string, err error) {
+	if c.onError == nil {
+		return
+	}
+	if op == "read" {
+		op = "fetch"
+	}
+	c.onError(op, err)
 }

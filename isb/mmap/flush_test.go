@@ -5,7 +5,9 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/runnel-dev/runnel/isb"
 )
@@ -117,12 +119,20 @@ func TestLoneAppenderFlushesEachAppend(t *testing.T) {
 		{Batch(6), 3}, // 10 appends of 2: flushes at 6, 12 and 18 records
 	} {
 		t.Run(tc.policy.String(), func(t *testing.T) {
-			b := open(t, t.TempDir(), 1, SegmentSize(1<<20), Flush(tc.policy))
+			var observed atomic.Int64 // OnFlush sees every flush of records
+			b := open(t, t.TempDir(), 1, SegmentSize(1<<20), Flush(tc.policy), OnFlush(func(d time.Duration) {
+				if d > 0 {
+					observed.Add(1)
+				}
+			}))
 			p := b.parts[0]
 			before := p.flushes.Load()
 			appendItems(t, p, 0, 20, 2)
 			if got := p.flushes.Load() - before; got != tc.want {
 				t.Fatalf("10 appends of 2 under %v made %d flushes, want %d", tc.policy, got, tc.want)
+			}
+			if got := observed.Load(); got != tc.want {
+				t.Fatalf("OnFlush saw %d flushes with a duration, want %d", got, tc.want)
 			}
 			checkItems(t, readAll(t, p), 0, 20)
 		})

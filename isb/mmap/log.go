@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/runnel-dev/runnel/internal/fsutil"
 	"github.com/runnel-dev/runnel/isb"
@@ -359,8 +360,15 @@ func (p *partition[T]) flushToLocked(st *writePos) error {
 		return nil
 	}
 	p.flushes.Add(1)
+	var start time.Time
+	if p.b.cfg.onFlush != nil {
+		start = time.Now()
+	}
 	if err := st.seg.sync(p.durablePosIn(st.seg), st.pos); err != nil {
 		return p.failLocked(err)
+	}
+	if p.b.cfg.onFlush != nil {
+		p.b.cfg.onFlush(time.Since(start))
 	}
 	p.durable = *st
 	if p.ckpt.seg != st.seg || st.pos-p.ckpt.pos >= producerCheckpointEvery {

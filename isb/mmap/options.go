@@ -19,6 +19,7 @@ type options struct {
 	flush       FlushPolicy
 	retain      *int
 	log         *zap.Logger
+	onFlush     func(time.Duration)
 	topic       []isb.TopicOption // Topic: for NewTopic only
 	topicSet    bool
 }
@@ -30,6 +31,7 @@ type config[T any] struct {
 	flush       FlushPolicy
 	retain      int         // -1: keep every segment
 	log         *zap.Logger // never nil
+	onFlush     func(time.Duration)
 }
 
 const (
@@ -75,6 +77,13 @@ func Topic(opts ...isb.TopicOption) Option {
 // scanning, a stray file left alone. A nil logger (the default) logs
 // nothing.
 func Logger(l *zap.Logger) Option { return func(o *options) { o.log = l } }
+
+// OnFlush calls f after every flush (fdatasync) that made appended records
+// durable, with the time it took: the flush latency a pipeline's metrics
+// show. f runs on the flushing goroutine, with the partition's flush lock
+// held, so it must be quick (an atomic add); nil, the default, calls
+// nothing.
+func OnFlush(f func(time.Duration)) Option { return func(o *options) { o.onFlush = f } }
 
 // FlushPolicy says when records are flushed. Whatever the policy, a segment
 // rollover and a commit are flush boundaries, and Close flushes.
@@ -137,7 +146,7 @@ func newConfig[T any](opts []Option, forNewTopic bool) (config[T], []isb.TopicOp
 
 // validate checks the applied options and turns them into a config.
 func validate[T any](o options) (config[T], error) {
-	c := config[T]{segmentSize: o.segmentSize, flush: o.flush, retain: -1, log: o.log}
+	c := config[T]{segmentSize: o.segmentSize, flush: o.flush, retain: -1, log: o.log, onFlush: o.onFlush}
 	if c.log == nil {
 		c.log = zap.NewNop()
 	}

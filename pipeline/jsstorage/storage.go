@@ -107,6 +107,9 @@ func (s *Storage) OpenBuffer(spec pipeline.BufferSpec) (isb.Backend[[]byte], err
 		jetstream.Prefix(base),
 		jetstream.Bucket(commits),
 		jetstream.WithCodec[[]byte](namedBytes(spec.Codec)))
+	if spec.Events != nil {
+		opts = append(opts, jetstream.OnError(spec.Events.Failed)) // the pipeline's storage errors
+	}
 	if spec.Capacity > 0 {
 		perPart := (spec.Capacity + int64(spec.Partitions) - 1) / int64(spec.Partitions)
 		opts = append(opts, jetstream.MaxMsgs(perPart*retainFactor), jetstream.UsageLimit(1.0/retainFactor))
