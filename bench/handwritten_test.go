@@ -10,18 +10,18 @@ import (
 
 // benchHandwrittenCount is the keyed fixed-window count written by hand in
 // the shape of the reduce benchmark, as a Go team would write it without a
-// stream processor: a generator cuts the same input (reduceKeys keys, one
+// stream processor: a generator cuts the same input (nkeys keys, one
 // microsecond of event time apart) into slices of 500, a dispatcher sends
 // each message to one of two workers by a hash of its key (slices of 500
 // again), and each worker counts (window, key) in a map of its own and
 // emits the windows its input's event time has passed. No tracking, acks,
 // watermarks or backpressure beyond the channels' buffers: the floor of the
 // work a reduce does.
-func benchHandwrittenCount(b *testing.B) {
+func benchHandwrittenCount(b *testing.B, nkeys int) {
 	const batch, workers = 500, 2
 	window := time.Second.Nanoseconds()
 	base := time.Unix(1_800_000_000, 0).UnixNano()
-	keys := make([]string, reduceKeys)
+	keys := make([]string, nkeys)
 	for i := range keys {
 		keys[i] = "k" + strconv.Itoa(i)
 	}
@@ -39,7 +39,7 @@ func benchHandwrittenCount(b *testing.B) {
 			s := make([]msg, min(batch, b.N-i))
 			for k := range s {
 				n := int64(i + k)
-				s[k] = msg{key: keys[n%reduceKeys], at: base + n*time.Microsecond.Nanoseconds()}
+				s[k] = msg{key: keys[n%int64(nkeys)], at: base + n*time.Microsecond.Nanoseconds()}
 			}
 			gen <- s
 		}
@@ -86,7 +86,7 @@ func benchHandwrittenCount(b *testing.B) {
 				for _, m := range s {
 					st := m.at - (m.at-base)%window
 					if len(open) == 0 || open[len(open)-1].start != st {
-						open = append(open, win{start: st, counts: make(map[string]int64, reduceKeys/workers)})
+						open = append(open, win{start: st, counts: make(map[string]int64, nkeys/workers)})
 					}
 					open[len(open)-1].counts[m.key]++
 				}

@@ -19,12 +19,12 @@ import (
 // reduceKeys is the key count of the reduce benchmark.
 const reduceKeys = 10_000
 
-// keyedGenerator generates n messages over reduceKeys keys, one microsecond
-// of event time apart: a one-second window holds a million messages, about
-// 100 per key.
-func keyedGenerator(n int) *vertex.GeneratorSource[int64] {
+// keyedGenerator generates n messages over keys keys, one microsecond of
+// event time apart: a one-second window holds a million messages, about
+// 100 per key at reduceKeys.
+func keyedGenerator(n, keys int) *vertex.GeneratorSource[int64] {
 	base := time.Unix(1_800_000_000, 0)
-	return vertex.Generator(func(i int64) int64 { return i }).WithCount(int64(n)).WithKeys(reduceKeys).
+	return vertex.Generator(func(i int64) int64 { return i }).WithCount(int64(n)).WithKeys(keys).
 		WithEventTime(func(i int64) time.Time { return base.Add(time.Duration(i) * time.Microsecond) })
 }
 
@@ -44,24 +44,24 @@ func BenchmarkReduce(b *testing.B) {
 	b.Run("map-durable-interval", func(b *testing.B) {
 		benchKeyedMap(b, pipeline.WithStorage(pipeline.MMap(b.TempDir(), mmap.Flush(mmap.Interval(defaultCommitInterval)))))
 	})
-	b.Run("reduce", func(b *testing.B) { benchReduce(b, nil) })
+	b.Run("reduce", func(b *testing.B) { benchReduce(b, reduceKeys, nil) })
 	// The same count written by hand (handwritten_test.go): the floor.
-	b.Run("handwritten", func(b *testing.B) { benchHandwrittenCount(b) })
+	b.Run("handwritten", func(b *testing.B) { benchHandwrittenCount(b, reduceKeys) })
 	// The same reduce on durable storage: mmap buffers and the reduce WAL
 	// (each message appended, group-committed with one fsync, before it is
 	// acked; see forwarder.ReduceLog).
-	b.Run("reduce-durable", func(b *testing.B) { benchReduce(b, pipeline.WithStorage(pipeline.MMap(b.TempDir()))) })
+	b.Run("reduce-durable", func(b *testing.B) { benchReduce(b, reduceKeys, pipeline.WithStorage(pipeline.MMap(b.TempDir()))) })
 	// One replica reading 4 partitions: one WAL on a log per replica, four
 	// on a log per partition (the layout's worst case: 4 fsyncs per group
 	// commit instead of 1).
 	b.Run("reduce-durable-4-partitions", func(b *testing.B) {
-		benchReduce(b, pipeline.WithStorage(pipeline.MMap(b.TempDir())), vertex.Partitions(4))
+		benchReduce(b, reduceKeys, pipeline.WithStorage(pipeline.MMap(b.TempDir())), vertex.Partitions(4))
 	})
 	// The same with the buffers flushed every commit interval instead of
 	// at once (mmap.Interval): the serial source's Immediate flush is no
 	// longer the bound, what is left is the reduce and its WAL.
 	b.Run("reduce-durable-interval", func(b *testing.B) {
-		benchReduce(b, pipeline.WithStorage(pipeline.MMap(b.TempDir(), mmap.Flush(mmap.Interval(defaultCommitInterval)))))
+		benchReduce(b, reduceKeys, pipeline.WithStorage(pipeline.MMap(b.TempDir(), mmap.Flush(mmap.Interval(defaultCommitInterval)))))
 	})
 	b.Run(fmt.Sprintf("tidwall/batch=%d", defaultBatchSize), func(b *testing.B) {
 		rawTidwall(b, reduceEntrySize(b), defaultBatchSize)
@@ -119,7 +119,7 @@ func rawTidwall(b *testing.B, size, batch int) {
 // messages.
 func benchKeyedMap(b *testing.B, opts ...pipeline.Option) {
 	p := pipeline.New("bench-map", opts...)
-	gen := pipeline.Source(p, "gen", keyedGenerator(b.N))
+	gen := pipeline.Source(p, "gen", keyedGenerator(b.N, reduceKeys))
 	mapped := pipeline.Map(p, "identity", gen, identity)
 	sink := vertex.Blackhole[int64]()
 	pipeline.Sink(p, "sink", mapped, sink)
@@ -130,14 +130,14 @@ func benchKeyedMap(b *testing.B, opts ...pipeline.Option) {
 }
 
 // benchReduce runs keyed generator -> fixed-window count -> sink on b.N
-// messages and checks the counts add up to b.N.
-func benchReduce(b *testing.B, opt pipeline.Option, vopts ...vertex.Option) {
+// messages over keys keys and checks the counts add up to b.N.
+func benchReduce(b *testing.B, keys int, opt pipeline.Option, vopts ...vertex.Option) {
 	var opts []pipeline.Option
 	if opt != nil {
 		opts = append(opts, opt)
 	}
 	p := pipeline.New("bench-reduce", opts...)
-	gen := pipeline.Source(p, "gen", keyedGenerator(b.N))
+	gen := pipeline.Source(p, "gen", keyedGenerator(b.N, keys))
 	counts, _ := pipeline.Reduce(p, "count", gen, vertex.Fixed(time.Second), vertex.Counting[int64](), vopts...)
 	var total, results atomic.Int64
 	pipeline.Sink(p, "sink", counts, vertex.Func(func(_ context.Context, ms []vertex.Message[vertex.Windowed[int64]]) error {

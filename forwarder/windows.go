@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/keys"
 	"github.com/runnel-dev/runnel/internal/window"
 	"github.com/runnel-dev/runnel/vertex"
 	"github.com/runnel-dev/runnel/wal"
@@ -20,7 +21,7 @@ import (
 
 // pane is the state of one window for one key.
 type pane[S any] struct {
-	keys  []string // the keys of the window's first message (the result's keys)
+	keys  []string // the result's keys: a session's first message's; an aligned window's decoded from its map key
 	state S
 	// ids are the ids a session's messages were logged under in the reduce
 	// WAL: its own and those of the sessions merged into it (nil for
@@ -100,10 +101,15 @@ type alignedSet[In, S any] struct {
 	last    *windowGroup[S]   // the group of the previous add (most messages hit it again)
 }
 
-// windowGroup is one interval's panes.
+// windowGroup is one interval's panes: each key's state under the key's
+// encoding (internal/keys), the key list decoded from it when the window
+// closes. An open (window, key) therefore costs a map slot, the encoded
+// key and the state: a *pane holding the first message's key list too
+// cost 102-131 bytes per open window, 2.2-3x a hand-written count's; this
+// costs 43-75, 1.3-1.5x (docs/benchmarks.md, "Open windows at scale").
 type windowGroup[S any] struct {
 	iv   window.Interval
-	keys map[string]*pane[S]
+	keys map[string]*S
 }
 
 func (s *alignedSet[In, S]) add(m *vertex.Message[In], key []byte, wm int64) bool {
@@ -125,19 +131,20 @@ func (s *alignedSet[In, S]) addTo(iv window.Interval, m *vertex.Message[In], key
 	if g == nil || g.iv != iv {
 		g = s.groups[iv]
 		if g == nil {
-			g = &windowGroup[S]{iv: iv, keys: map[string]*pane[S]{}}
+			g = &windowGroup[S]{iv: iv, keys: map[string]*S{}}
 			s.groups[iv] = g
 			heap.Push(&s.ends, g)
 		}
 		s.last = g
 	}
-	p := g.keys[string(key)] // no copy of key to look it up
-	if p == nil {
-		p = &pane[S]{keys: m.Keys, state: s.ops.create()}
-		g.keys[string(key)] = p
+	st := g.keys[string(key)] // no copy of key to look it up
+	if st == nil {
+		st = new(S)
+		*st = s.ops.create()
+		g.keys[string(key)] = st
 		s.panes++
 	}
-	p.state = s.ops.add(p.state, *m)
+	*st = s.ops.add(*st, *m)
 }
 
 func (s *alignedSet[In, S]) added(dst []wal.Window) []wal.Window {
@@ -161,8 +168,9 @@ func (s *alignedSet[In, S]) closeUpTo(wm int64, emit func(window.Interval, *pane
 			s.last = nil
 		}
 		s.panes -= len(g.keys)
-		for _, p := range g.keys {
-			if err := emit(g.iv, p); err != nil {
+		for k, st := range g.keys {
+			ks, _ := keys.Decode(k) // k is keys.Append's: it decodes
+			if err := emit(g.iv, &pane[S]{keys: ks, state: *st}); err != nil {
 				return err
 			}
 		}

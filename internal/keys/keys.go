@@ -32,6 +32,42 @@ func Append(dst []byte, keys []string) []byte {
 	return dst
 }
 
+// Decode returns the key list whose encoding (Append) is enc, and false
+// when enc is not one (a length runs past its end or does not fit a
+// varint). An empty enc is the empty list, nil. It lets a holder of many
+// encoded key lists (a reduce keeps one per open window and key) keep
+// only the encoding and rebuild the list when it needs it.
+func Decode(enc string) ([]string, bool) {
+	var out []string
+	for len(enc) > 0 {
+		n, w := uvarint(enc)
+		if w <= 0 || n > uint64(len(enc)-w) {
+			return nil, false
+		}
+		out = append(out, enc[w:w+int(n)])
+		enc = enc[w+int(n):]
+	}
+	return out, true
+}
+
+// uvarint is binary.Uvarint of a string, without copying it to bytes.
+func uvarint(s string) (uint64, int) {
+	var x uint64
+	var shift uint
+	for i := 0; i < len(s) && i < binary.MaxVarintLen64; i++ {
+		b := s[i]
+		if b < 0x80 {
+			if i == binary.MaxVarintLen64-1 && b > 1 || i > 0 && b == 0 {
+				return 0, -1 // overflow, or not Append's shortest form
+			}
+			return x | uint64(b)<<shift, i + 1
+		}
+		x |= uint64(b&0x7f) << shift
+		shift += 7
+	}
+	return 0, 0
+}
+
 // Hash is the 64-bit FNV-1a hash of Append(nil, keys), computed without
 // allocating.
 func Hash(keys []string) uint64 {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -102,4 +103,32 @@ func TestSpreadInRange(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestDecodeRoundTrip(t *testing.T) {
+	for _, ks := range [][]string{nil, {""}, {"a", "b"}, {"a\x00b"}, {strings.Repeat("x", 300), "", "y"}} {
+		got, ok := Decode(string(Append(nil, ks)))
+		if !ok || !slices.Equal(got, ks) {
+			t.Errorf("Decode(Append(%q)) = %q, %v", ks, got, ok)
+		}
+	}
+	for _, bad := range []string{"\x02a", "\x80", "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", "\x01a\x05", "\x80\x00"} {
+		if got, ok := Decode(bad); ok {
+			t.Errorf("Decode(%q) = %q, true; want false", bad, got)
+		}
+	}
+}
+
+// FuzzDecode: Decode never panics, and what it accepts encodes back to
+// its input.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{"", "\x00", "\x01a\x01b", "\x03a\x00b", "\x80\x01", "\x05ab"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, enc string) {
+		ks, ok := Decode(enc)
+		if ok && string(Append(nil, ks)) != enc {
+			t.Fatalf("Decode(%q) = %q, which encodes as %q", enc, ks, Append(nil, ks))
+		}
+	})
 }
