@@ -1,0 +1,142 @@
+package nats
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+
+	"github.com/runnel-dev/runnel/internal/natsmsg"
+	"github.com/runnel-dev/runnel/vertex"
+)
+
+// Source is a [vertex.Source] of the messages published to a NATS
+// subject; [NewSource] makes one, and the package doc says what it
+// delivers (at most once). Its replicas (vertex.Replicas) share one
+// subscription.
+type Source struct {
+	cfg   sourceConfig
+	sub   *nats.Subscription
+	q     *natsmsg.Queue[*nats.Msg]
+	ids   string // the prefix of the IDs the source makes
+	seq   atomic.Uint64
+	bufs  sync.Pool // of *[]*nats.Msg, a read's
+	drops natsmsg.RateLog
+
+	dropped atomic.Int64
+	closed  atomic.Bool
+}
+
+// NewSource validates cfg and subscribes to cfg.Subject (in cfg.Queue's
+// group when set); messages published from then on are the source's. An
+// invalid field of cfg is an *OptionError naming it (errors.Is(err,
+// pipeline.ErrInvalidOption)); a subscription the server or client
+// refuses is ErrSubscribe. Close unsubscribes; the pipeline calls it
+// when it stops.
+func NewSource(cfg SourceConfig) (*Source, error) {
+	c, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	s := &Source{cfg: c, q: natsmsg.NewQueue[*nats.Msg](c.Pending), ids: hex.EncodeToString(b[:]) + "-"}
+	s.drops = natsmsg.RateLog{Log: c.Logger, Msg: "nats source: pending queue full, messages dropped"}
+	if c.Queue != "" {
+		s.sub, err = c.Conn.QueueSubscribe(c.Subject, c.Queue, s.receive)
+	} else {
+		s.sub, err = c.Conn.Subscribe(c.Subject, s.receive)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: subject %q: %w", ErrSubscribe, c.Subject, err)
+	}
+	// The callback never blocks (see receive): nats.go's own pending
+	// limits are never reached, and lifting them keeps its slow-consumer
+	// drops, which no one would count, out of the picture.
+	s.sub.SetPendingLimits(-1, -1)
+	return s, nil
+}
+
+// receive is the subscription's callback: it queues m, or drops and
+// counts it when the queue is full. Blocking here would hold up the
+// connection's delivery to this subscription until nats.go dropped
+// messages itself.
+func (s *Source) receive(m *nats.Msg) {
+	if s.q.Offer(m) {
+		return
+	}
+	n := s.dropped.Add(1)
+	s.drops.Failure(fmt.Errorf("%d messages dropped since the source started", n),
+		zap.String("subject", s.cfg.Subject), zap.Int("pending", s.cfg.Pending))
+}
+
+// Dropped returns how many messages the source dropped because its
+// pending queue was full (see the package doc).
+func (s *Source) Dropped() int64 { return s.dropped.Load() }
+
+// Read returns up to max messages, or an empty batch when none came
+// within the poll interval.
+func (s *Source) Read(ctx context.Context, max int) ([]vertex.Message[[]byte], error) {
+	if max <= 0 {
+		return nil, nil
+	}
+	buf := make([]vertex.Message[[]byte], max)
+	n, err := s.ReadInto(ctx, buf)
+	if n == 0 {
+		return nil, err
+	}
+	return buf[:n], err
+}
+
+// ReadInto is Read into buf, which it fills with up to len(buf) messages
+// (see [vertex.BufferedSource]).
+func (s *Source) ReadInto(ctx context.Context, buf []vertex.Message[[]byte]) (int, error) {
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	mp, _ := s.bufs.Get().(*[]*nats.Msg)
+	if mp == nil || cap(*mp) < len(buf) {
+		ms := make([]*nats.Msg, len(buf))
+		mp = &ms
+	}
+	ms := (*mp)[:len(buf)]
+	n, err := s.q.Take(ctx, s.cfg.PollInterval, ms)
+	for i, m := range ms[:n] {
+		buf[i] = vertex.Message[[]byte]{}
+		natsmsg.ToMessage(m.Subject, m.Header, m.Data, s.cfg.KeyTokens, &buf[i])
+		if id := m.Header.Get(natsmsg.MsgIDHeader); id != "" {
+			buf[i].ID = id
+		} else {
+			buf[i].ID = s.ids + strconv.FormatUint(s.seq.Add(1), 10)
+		}
+	}
+	clear(ms[:n])
+	s.bufs.Put(mp)
+	return n, err
+}
+
+// DefaultRetry is vertex.RemoteRetry: a source vertex on it retries a
+// failed Read until the pipeline stops, unless its options set a policy
+// (vertex.Retry), which wins (see [vertex.RetryDefaulter]). The
+// subscription itself survives a lost connection: nats.go subscribes
+// again when it reconnects.
+func (s *Source) DefaultRetry() vertex.RetryPolicy { return vertex.RemoteRetry }
+
+// Close unsubscribes; the messages still queued are lost (at most once).
+// It is idempotent.
+func (s *Source) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.q.Close()
+	if err := s.sub.Unsubscribe(); err != nil && s.cfg.Conn.IsConnected() {
+		return fmt.Errorf("nats: source of %q: unsubscribe: %w", s.cfg.Subject, err)
+	}
+	return nil
+}
