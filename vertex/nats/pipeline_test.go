@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/runnel-dev/runnel/internal/natstest"
 	"github.com/runnel-dev/runnel/pipeline"
@@ -115,12 +118,14 @@ func TestPipelineSubjectToSubject(t *testing.T) {
 }
 
 // A source whose queue is full drops what comes next and counts it
-// exactly: nothing is read, so of n messages Pending are kept.
+// exactly: nothing is read, so of n messages Pending are kept; the drops
+// are logged, rate-limited.
 func TestSourceDropsWhenFull(t *testing.T) {
 	const n, pending = 1000, 100
 	srv := natstest.Start(t)
 	nc := srv.Connect()
-	src, err := NewSource(SourceConfig{Conn: nc, Subject: "in", Pending: pending})
+	core, logs := observer.New(zapcore.InfoLevel)
+	src, err := NewSource(SourceConfig{Conn: nc, Subject: "in", Pending: pending, Logger: zap.New(core)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,5 +149,9 @@ func TestSourceDropsWhenFull(t *testing.T) {
 		if string(m.Value) != strconv.Itoa(i) {
 			t.Fatalf("message %d is %q, want the first ones kept", i, m.Value)
 		}
+	}
+	lines := logs.FilterMessage("nats source: pending queue full, messages dropped").All()
+	if len(lines) == 0 || len(lines) >= n-pending {
+		t.Fatalf("%d log lines for %d drops, want some, rate-limited", len(lines), n-pending)
 	}
 }

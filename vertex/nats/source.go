@@ -48,37 +48,48 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	rand.Read(b[:])
 	s := &Source{cfg: c, q: natsmsg.NewQueue[*nats.Msg](c.Pending), ids: hex.EncodeToString(b[:]) + "-"}
 	s.drops = natsmsg.RateLog{Log: c.Logger, Msg: "nats source: pending queue full, messages dropped"}
+	// A channel subscription: nats.go's reader puts each message straight
+	// into the queue, or, when it is full, drops it and counts it in the
+	// subscription (Dropped). A callback would add a goroutine hop per
+	// message, and blocking in it would hold up the connection's delivery
+	// to this subscription until nats.go dropped messages itself.
 	if c.Queue != "" {
-		s.sub, err = c.Conn.QueueSubscribe(c.Subject, c.Queue, s.receive)
+		s.sub, err = c.Conn.ChanQueueSubscribe(c.Subject, c.Queue, s.q.C)
 	} else {
-		s.sub, err = c.Conn.Subscribe(c.Subject, s.receive)
+		s.sub, err = c.Conn.ChanSubscribe(c.Subject, s.q.C)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: subject %q: %w", ErrSubscribe, c.Subject, err)
 	}
-	// The callback never blocks (see receive): nats.go's own pending
-	// limits are never reached, and lifting them keeps its slow-consumer
-	// drops, which no one would count, out of the picture.
-	s.sub.SetPendingLimits(-1, -1)
 	return s, nil
 }
 
-// receive is the subscription's callback: it queues m, or drops and
-// counts it when the queue is full. Blocking here would hold up the
-// connection's delivery to this subscription until nats.go dropped
-// messages itself.
-func (s *Source) receive(m *nats.Msg) {
-	if s.q.Offer(m) {
-		return
+// noteDrops logs, rate-limited, the drops the subscription counted since
+// the last call.
+func (s *Source) noteDrops() {
+	n, err := s.sub.Dropped()
+	if err != nil {
+		return // closed: Dropped keeps the last count
 	}
-	n := s.dropped.Add(1)
+	for {
+		old := s.dropped.Load()
+		if int64(n) <= old {
+			return
+		}
+		if s.dropped.CompareAndSwap(old, int64(n)) {
+			break
+		}
+	}
 	s.drops.Failure(fmt.Errorf("%d messages dropped since the source started", n),
 		zap.String("subject", s.cfg.Subject), zap.Int("pending", s.cfg.Pending))
 }
 
 // Dropped returns how many messages the source dropped because its
 // pending queue was full (see the package doc).
-func (s *Source) Dropped() int64 { return s.dropped.Load() }
+func (s *Source) Dropped() int64 {
+	s.noteDrops()
+	return s.dropped.Load()
+}
 
 // Read returns up to max messages, or an empty batch when none came
 // within the poll interval.
@@ -107,6 +118,10 @@ func (s *Source) ReadInto(ctx context.Context, buf []vertex.Message[[]byte]) (in
 	}
 	ms := (*mp)[:len(buf)]
 	n, err := s.q.Take(ctx, s.cfg.PollInterval, ms)
+	if n == 0 || n == len(ms) {
+		// Idle, or a full batch: when the queue may have been full.
+		s.noteDrops()
+	}
 	for i, m := range ms[:n] {
 		buf[i] = vertex.Message[[]byte]{}
 		natsmsg.ToMessage(m.Subject, m.Header, m.Data, s.cfg.KeyTokens, &buf[i])
@@ -134,6 +149,7 @@ func (s *Source) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.noteDrops()
 	s.q.Close()
 	if err := s.sub.Unsubscribe(); err != nil && s.cfg.Conn.IsConnected() {
 		return fmt.Errorf("nats: source of %q: unsubscribe: %w", s.cfg.Subject, err)
