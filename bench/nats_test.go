@@ -33,7 +33,8 @@ var natsPayload = make([]byte, 100)
 //   - jetstream/sink/runnel: generator -> vertex/jetstream's Sink of b.N
 //     messages (async publishes with Nats-Msg-Id, acks awaited per write).
 //   - jetstream/sink/raw: PublishMsgAsync of b.N messages, each with a
-//     Nats-Msg-Id, then PublishAsyncComplete.
+//     Nats-Msg-Id, then PublishAsyncComplete; raw-headers: the same with
+//     the event-time header the sink also writes.
 //   - core/source/runnel: vertex/nats's Source (queue of b.N, so nothing
 //     is dropped) -> blackhole sink, over b.N messages published by
 //     another connection while it runs, until the sink has them all.
@@ -41,9 +42,11 @@ var natsPayload = make([]byte, 100)
 //   - core/sink/runnel: generator -> vertex/nats's Sink of b.N messages,
 //     until a subscriber on another connection has them all.
 //   - core/sink/raw: b.N publishes and a flush, until the same
-//     subscriber has them all.
+//     subscriber has them all; raw-headers: the same with the event-time
+//     header the sink writes for a generator's message.
 //
-// Messages are 100 bytes; every stream is a file stream with a
+// Messages are 100 bytes, runnel's vertices have their default options
+// (one replica, batches of 500, 4 writes in flight); every stream is a file stream with a
 // duplicate window of 2 minutes.
 //
 //	cd bench && go test -run '^$' -bench NATSConnectors -benchtime 200000x -count 3
@@ -163,6 +166,34 @@ func BenchmarkNATSConnectors(b *testing.B) {
 		jsCheck(b, js, stream)
 	})
 
+	// The raw loop again, each message also with the event-time header
+	// the sink adds to a generator's message: the sink's publishes, less
+	// the connector.
+	b.Run("jetstream/sink/raw-headers", func(b *testing.B) {
+		nc := srv.Connect()
+		js := jsOf(b, nc)
+		stream := newStream(b, js)
+		b.ReportAllocs()
+		b.ResetTimer()
+		start := time.Now()
+		for i := range b.N {
+			m := &nats.Msg{Subject: stream, Data: natsPayload, Header: nats.Header{
+				natsjs.MsgIDHeader:         []string{"gen-" + strconv.Itoa(i)},
+				vjetstream.EventTimeHeader: []string{time.Now().UTC().Format(time.RFC3339Nano)},
+			}}
+			if _, err := js.PublishMsgAsync(m, natsjs.WithStallWait(time.Minute)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		select {
+		case <-js.PublishAsyncComplete():
+		case <-time.After(time.Minute):
+			b.Fatal("publishes not acknowledged within a minute")
+		}
+		report(b, start)
+		jsCheck(b, js, stream)
+	})
+
 	b.Run("core/source/runnel", func(b *testing.B) {
 		subject := newName()
 		src, err := vnats.NewSource(vnats.SourceConfig{Conn: srv.Connect(), Subject: subject, Pending: b.N})
@@ -276,7 +307,7 @@ func jsPublish(b *testing.B, js natsjs.JetStream, subject string) {
 	for i := range b.N {
 		m := &nats.Msg{Subject: subject, Data: natsPayload,
 			Header: nats.Header{natsjs.MsgIDHeader: []string{"gen-" + strconv.Itoa(i)}}}
-		if _, err := js.PublishMsgAsync(m); err != nil {
+		if _, err := js.PublishMsgAsync(m, natsjs.WithStallWait(time.Minute)); err != nil {
 			b.Fatal(err)
 		}
 	}

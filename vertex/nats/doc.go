@@ -40,12 +40,14 @@
 // message published while the source is not subscribed, or still held by
 // it when the process stops or crashes, is lost. The source is not
 // replayable. Messages wait between the subscription and the pipeline in
-// a queue of SourceConfig.Pending messages; when a slow pipeline lets it
-// fill, the source drops what comes next rather than blocking the
-// connection (which would stall every other subscription on it and end in
-// nats.go's own slow-consumer drops): [Source.Dropped] counts them, and
-// the log (SourceConfig.Logger) has them at most once a second with the
-// count. A pipeline that must not lose messages under load reads a
+// a queue of SourceConfig.Pending messages, which nats.go's reader fills
+// directly (a channel subscription); when a slow pipeline lets it fill,
+// nats.go drops what comes next rather than blocking the connection
+// (which would stall every other subscription on it): [Source.Dropped]
+// counts them, the log (SourceConfig.Logger) has them at most once a
+// second with the count, and the connection's error handler is told of a
+// slow consumer, as for any nats.go subscription. A pipeline that must not
+// lose messages under load reads a
 // JetStream stream instead.
 //
 // # What the sink delivers
