@@ -109,9 +109,17 @@ func TestCrashDeliversAtLeastOnce(t *testing.T) {
 			t.Fatalf("round %d: the child did not end within 2 minutes; output %q", round, child.Lines())
 		}
 		recs := crashtest.Records(t, "round "+strconv.Itoa(round), child.Lines())
-		if len(recs) != 1 || len(recs[0]) != 4 {
-			t.Fatalf("round %d: the child printed %q, want one line of 4 fields", round, child.Lines())
+		// Two sink replicas may both pass the kill mark before the
+		// signal lands: several kill lines, of which the last counts.
+		for _, rec := range recs {
+			if len(rec) != 4 || rec[0] != recs[0][0] || rec[0] == "D" && len(recs) > 1 {
+				t.Fatalf("round %d: the child printed %q, want one end line or kill lines of 4 fields", round, child.Lines())
+			}
 		}
+		if len(recs) == 0 {
+			t.Fatalf("round %d: the child printed nothing", round)
+		}
+		recs = recs[len(recs)-1:]
 		r, _ := strconv.ParseInt(recs[0][2], 10, 64)
 		d, _ := strconv.ParseInt(recs[0][3], 10, 64)
 		redelivered += r
