@@ -57,9 +57,11 @@
 // needs (a sink waiting out an outage): every AckWait/3 the source tells
 // the server that the messages still in flight are in progress, so none
 // is delivered again behind the pipeline's back. Messages fetched and not
-// yet read (at most about two pulls, 2 x FetchBatch) are not kept so: one
-// that waits longer than AckWait is delivered again, a duplicate with the
-// same ID. [Source.Redelivered] counts the deliveries the server had made
+// yet read are not kept so (the source's queue of FetchBatch and what
+// nats.go holds of its pulls: about two pulls' worth while the pipeline
+// reads, at most MaxAckPending when it stalls long enough for nats.go to
+// pull again after missed heartbeats): one that waits longer than AckWait
+// is delivered again, a duplicate with the same ID. [Source.Redelivered] counts the deliveries the server had made
 // before.
 //
 // Several processes may read one consumer (each with a source on it): the
