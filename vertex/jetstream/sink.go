@@ -97,26 +97,43 @@ func (s *Sink) Write(ctx context.Context, msgs []vertex.Message[[]byte]) ([]vert
 		futures[i] = f
 	}
 	// The client times each publish out after AckTimeout; the timer is a
-	// bound in case an answer never comes at all.
+	// bound in case an answer never comes at all. Once it has fired, the
+	// rest are only looked at: an answer already there counts.
 	timer := time.NewTimer(s.cfg.AckTimeout + time.Second)
 	defer timer.Stop()
 	var dups int64
+	expired := false
 	for i, f := range futures {
 		if f == nil {
 			continue
 		}
-		select {
-		case ack := <-f.Ok():
-			if ack.Duplicate {
-				dups++
+		var (
+			ack *natsjs.PubAck
+			err error
+		)
+		if !expired {
+			select {
+			case ack = <-f.Ok():
+			case err = <-f.Err():
+			case <-ctx.Done():
+				err = ctx.Err()
+			case <-timer.C:
+				expired = true
 			}
-		case err := <-f.Err():
+		}
+		if expired {
+			select {
+			case ack = <-f.Ok():
+			case err = <-f.Err():
+			default:
+				err = fmt.Errorf("no acknowledgement within %v", s.cfg.AckTimeout)
+			}
+		}
+		switch {
+		case err != nil:
 			fail(i, vertex.ResultRetry, fmt.Errorf("%w: subject %q: %w", ErrPublish, f.Msg().Subject, err))
-		case <-ctx.Done():
-			fail(i, vertex.ResultRetry, fmt.Errorf("%w: subject %q: %w", ErrPublish, f.Msg().Subject, ctx.Err()))
-		case <-timer.C:
-			fail(i, vertex.ResultRetry, fmt.Errorf("%w: subject %q: no acknowledgement within %v", ErrPublish, f.Msg().Subject, s.cfg.AckTimeout))
-			timer.Reset(0) // the rest have waited as long
+		case ack.Duplicate:
+			dups++
 		}
 	}
 	s.duplicates.Add(dups)
