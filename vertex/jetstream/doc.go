@@ -44,8 +44,9 @@
 // message is acknowledged to JetStream only when the pipeline acknowledges
 // it (vertex.Acker: written to the first buffer downstream); what was
 // delivered and not acknowledged when a process stopped is delivered
-// again: at once after a Close (the source gives it back), after the
-// consumer's AckWait after a crash. On durable storage (pipeline.MMap,
+// again: what the source held, at once after a Close (it gives it back
+// with a Nak); the rest of a pull nats.go held, and everything after a
+// crash, once the consumer's AckWait has passed. On durable storage (pipeline.MMap,
 // pipeline/jsstorage) an acknowledged message is durable in the pipeline,
 // so a process killed at any moment and started again loses nothing; on
 // memory storage a crash loses what was acknowledged and not yet through

@@ -196,3 +196,47 @@ func TestSinkRefusesWhatNATSCannotCarry(t *testing.T) {
 		t.Fatalf("%d more messages published", n)
 	}
 }
+
+// Two sources in one queue group share a subject's messages: each
+// message reaches exactly one of them.
+func TestQueueGroupShares(t *testing.T) {
+	const n = 2000
+	srv := natstest.Start(t)
+	var srcs []*Source
+	for range 2 {
+		src, err := NewSource(SourceConfig{Conn: srv.Connect(), Subject: "in", Queue: "workers"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer src.Close()
+		srcs = append(srcs, src)
+	}
+	pc := srv.Connect()
+	for i := range n {
+		pc.Publish("in", []byte(strconv.Itoa(i)))
+	}
+	pc.Flush()
+	counts := map[string]int{}
+	got := make([]int, len(srcs))
+	waitFor(t, 10*time.Second, "every message read by one of the sources", func() bool {
+		for i, src := range srcs {
+			msgs, err := src.Read(context.Background(), n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range msgs {
+				counts[string(m.Value)]++
+			}
+			got[i] += len(msgs)
+		}
+		return got[0]+got[1] >= n
+	})
+	for i := range n {
+		if c := counts[strconv.Itoa(i)]; c != 1 {
+			t.Fatalf("message %d read %d times, want once", i, c)
+		}
+	}
+	if got[0]+got[1] != n || got[0] == 0 || got[1] == 0 {
+		t.Fatalf("the sources read %d and %d of %d", got[0], got[1], n)
+	}
+}
