@@ -183,7 +183,10 @@ func (s *Source) ReadInto(ctx context.Context, buf []vertex.Message[[]byte]) (in
 			buf[i].ID = m.Subject()
 			continue
 		}
-		buf[i].ID = md.Stream + "/" + strconv.FormatUint(md.Sequence.Stream, 10)
+		// One allocation, the string's: the ID is made per message.
+		var idb [64]byte
+		id := append(append(idb[:0], md.Stream...), '/')
+		buf[i].ID = string(strconv.AppendUint(id, md.Sequence.Stream, 10))
 		if buf[i].EventTime.IsZero() {
 			buf[i].EventTime = md.Timestamp
 		}

@@ -128,7 +128,9 @@ func (s *Source) ReadInto(ctx context.Context, buf []vertex.Message[[]byte]) (in
 		if id := m.Header.Get(natsmsg.MsgIDHeader); id != "" {
 			buf[i].ID = id
 		} else {
-			buf[i].ID = s.ids + strconv.FormatUint(s.seq.Add(1), 10)
+			// One allocation, the string's: the ID is made per message.
+			var idb [48]byte
+			buf[i].ID = string(strconv.AppendUint(append(idb[:0], s.ids...), s.seq.Add(1), 10))
 		}
 	}
 	clear(ms[:n])
