@@ -195,8 +195,20 @@ func (s *Source) ReadInto(ctx context.Context, buf []vertex.Message[[]byte]) (in
 		}
 	}
 	s.mu.Lock()
-	s.flying[buf[0].ID] = append(s.flying[buf[0].ID], batch)
+	closed = s.closed
+	if !closed {
+		s.flying[buf[0].ID] = append(s.flying[buf[0].ID], batch)
+	}
 	s.mu.Unlock()
+	if closed {
+		// Closed while this read waited: give the batch back, as Close
+		// did what it found.
+		for _, m := range batch {
+			m.Nak()
+		}
+		clear(buf[:n])
+		return 0, ErrClosed
+	}
 	return n, nil
 }
 
