@@ -57,12 +57,13 @@
 // A message stays in flight in the pipeline as long as the pipeline
 // needs (a sink waiting out an outage): every AckWait/3 the source tells
 // the server that the messages still in flight are in progress, so none
-// is delivered again behind the pipeline's back. Messages fetched and not
-// yet read are not kept so (the source's queue of FetchBatch and what
-// nats.go holds of its pulls: about two pulls' worth while the pipeline
-// reads, at most MaxAckPending when it stalls long enough for nats.go to
-// pull again after missed heartbeats): one that waits longer than AckWait
-// is delivered again, a duplicate with the same ID. [Source.Redelivered] counts the deliveries the server had made
+// is delivered again behind the pipeline's back; so are the messages in
+// the source's queue (FetchBatch of them), fetched and not yet read. What
+// nats.go holds of its pulls beyond that queue is not (about one pull
+// while the pipeline stalls, more if it stalls long enough for nats.go to
+// pull again after missed heartbeats, never past MaxAckPending): one such
+// message that waits longer than AckWait is delivered again, a duplicate
+// with the same ID. [Source.Redelivered] counts the deliveries the server had made
 // before.
 //
 // Several processes may read one consumer (each with a source on it): the

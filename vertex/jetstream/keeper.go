@@ -20,9 +20,11 @@ import (
 // Numaflow's JetStream buffers do the same, every AckWait/3 too: two
 // chances before the wait runs out.
 //
-// Messages fetched and not yet read are not kept: the pipeline reads them
-// once it has room, and one that waited longer than AckWait is delivered
-// again (a duplicate, with the same ID).
+// Messages in the source's queue, fetched and not yet read, are kept the
+// same way: a pipeline whose buffers are full behind a slow sink does not
+// read. What nats.go holds of a pull and has not yet handed to the source
+// (the source's queue full) is not: one such message that waits longer
+// than AckWait is delivered again (a duplicate, with the same ID).
 type keeper struct {
 	src   *Source
 	ctx   context.Context
@@ -62,6 +64,7 @@ func (k *keeper) loop() {
 				held = append(held, b...)
 			}
 		}
+		held = append(held, s.unread...)
 		s.mu.Unlock()
 		for _, m := range held {
 			// An acknowledgement that came meanwhile makes this one

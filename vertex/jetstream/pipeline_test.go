@@ -112,12 +112,14 @@ func TestPipelineStreamToStream(t *testing.T) {
 }
 
 // A message held in flight for several AckWaits is not delivered again:
-// the source keeps it in progress. A batch is read and held unacknowledged
-// for three AckWaits and a half, reads meanwhile find nothing (the
-// server would have delivered it again three times without the keeper),
-// and once acknowledged the consumer counts no redelivery.
+// the source keeps it in progress, and the messages it has queued and not
+// yet handed out too. A batch of 10 of 50 is read and held
+// unacknowledged for three AckWaits and a half while the other 40 wait in
+// the queue (the server would have delivered all 50 again three times
+// without the keeper); then the 40 are read, all 50 acknowledged, and
+// neither the consumer nor the source counts a redelivery.
 func TestInProgressPastAckWait(t *testing.T) {
-	const n = 50
+	const n, first = 50, 10
 	const ackWait = 300 * time.Millisecond
 	srv := natstest.Start(t)
 	nc := srv.Connect()
@@ -130,42 +132,20 @@ func TestInProgressPastAckWait(t *testing.T) {
 	}
 	defer src.Close()
 	ctx := context.Background()
-	var held []vertex.Message[[]byte]
-	waitFor(t, 10*time.Second, "every message read", func() bool {
-		msgs, err := src.Read(ctx, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(msgs) > 0 {
-			// Acknowledged in the batches read.
-			held = append(held, msgs...)
-			if len(held) < n {
-				return false
-			}
-		}
-		return len(held) == n
-	})
-	deadline := time.Now().Add(ackWait*3 + ackWait/2)
-	for time.Now().Before(deadline) {
-		msgs, err := src.Read(ctx, n)
-		if err != nil || len(msgs) > 0 {
-			t.Fatalf("read %d messages (%v) while all were held: delivered again", len(msgs), err)
-		}
+	waitFor(t, 10*time.Second, "every message in the source's queue", func() bool { return len(src.q.C) == n })
+	held, err := src.Read(ctx, first)
+	if err != nil || len(held) != first {
+		t.Fatalf("read %d messages (%v), want %d", len(held), err, first)
 	}
-	// The batches as read: the source's flying list has them by first ID.
-	src.mu.Lock()
-	var batches [][]vertex.Message[[]byte]
-	at := 0
-	for at < len(held) {
-		size := 0
-		for _, b := range src.flying[held[at].ID] {
-			size = len(b)
-		}
-		batches = append(batches, held[at:at+size])
-		at += size
+	time.Sleep(ackWait*3 + ackWait/2)
+	if q := len(src.q.C); q != n-first {
+		t.Fatalf("%d messages queued after the wait, want the %d not read: some were delivered again", q, n-first)
 	}
-	src.mu.Unlock()
-	for _, b := range batches {
+	rest, err := src.Read(ctx, n)
+	if err != nil || len(rest) != n-first {
+		t.Fatalf("read %d messages (%v), want the %d left", len(rest), err, n-first)
+	}
+	for _, b := range [][]vertex.Message[[]byte]{held, rest} {
 		if err := src.Ack(ctx, b); err != nil {
 			t.Fatal(err)
 		}

@@ -36,6 +36,10 @@ type Source struct {
 	// ID of their first message (a list: a message delivered again while
 	// an earlier delivery is still in flight has the same ID).
 	flying map[string][][]natsjs.Msg
+	// unread are the messages in the queue, in its order: the keeper
+	// keeps them in progress too, since a pipeline that does not read
+	// (its buffers full behind a slow sink) leaves them there.
+	unread []natsjs.Msg
 	fatal  error // what ended the consumption, for Read to return
 	ended  bool  // StopAtEnd: io.EOF returned
 	closed bool
@@ -107,6 +111,11 @@ func NewSource(ctx context.Context, cfg SourceConfig) (*Source, error) {
 // so that a slow pipeline slows the pulls down (nats.go pulls more as
 // its own buffer empties) instead of losing or piling up messages.
 func (s *Source) receive(m natsjs.Msg) {
+	// Recorded before it is queued, so that whatever a read takes from
+	// the queue is in unread.
+	s.mu.Lock()
+	s.unread = append(s.unread, m)
+	s.mu.Unlock()
 	s.q.Put(m) // false once closed: m is delivered again (see Close)
 }
 
@@ -173,6 +182,14 @@ func (s *Source) ReadInto(ctx context.Context, buf []vertex.Message[[]byte]) (in
 	batch := make([]natsjs.Msg, n)
 	copy(batch, ms[:n])
 	clear(ms[:n])
+	// The queue is FIFO, so the n taken are the first n of unread (with
+	// replicas reading together, the first n in count: the set left is
+	// the queue's either way).
+	s.mu.Lock()
+	k := min(n, len(s.unread)) // less only once Close emptied it
+	clear(s.unread[:k])
+	s.unread = s.unread[k:]
+	s.mu.Unlock()
 	for i, m := range batch {
 		buf[i] = vertex.Message[[]byte]{}
 		natsmsg.ToMessage(m.Subject(), m.Headers(), m.Data(), s.cfg.KeyTokens, &buf[i])
@@ -306,7 +323,7 @@ func (s *Source) Close() error {
 	}
 	s.closed = true
 	flying := s.flying
-	s.flying = nil
+	s.flying, s.unread = nil, nil
 	s.mu.Unlock()
 	s.keeper.stop()
 	s.q.Close() // a callback waiting for room returns
