@@ -137,7 +137,11 @@ func TestSourceDropsWhenFull(t *testing.T) {
 	}
 	pc.Flush()
 	waitFor(t, 10*time.Second, "every message received or dropped", func() bool {
-		return src.Dropped()+int64(len(src.q.C)) == n
+		d, q := src.Dropped(), len(src.q.C)
+		if d+int64(q) > n {
+			t.Fatalf("%d dropped and %d queued of %d published", d, q, n)
+		}
+		return d+int64(q) == n
 	})
 	if d := src.Dropped(); d != n-pending {
 		t.Fatalf("dropped %d, want %d", d, n-pending)

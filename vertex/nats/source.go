@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
@@ -34,7 +35,8 @@ type Source struct {
 }
 
 // NewSource validates cfg and subscribes to cfg.Subject (in cfg.Queue's
-// group when set); messages published from then on are the source's. An
+// group when set), waiting up to 5s for the server to confirm it; messages
+// published once it has returned are the source's. An
 // invalid field of cfg is an *OptionError naming it (errors.Is(err,
 // pipeline.ErrInvalidOption)); a subscription the server or client
 // refuses is ErrSubscribe. Close unsubscribes; the pipeline calls it
@@ -61,8 +63,20 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: subject %q: %w", ErrSubscribe, c.Subject, err)
 	}
+	// The subscription reaches the server asynchronously; a flush waits
+	// until the server has it, so what is published once NewSource has
+	// returned is the source's. A connection that is down subscribes when
+	// it is back, and the source has what is published from then on.
+	if err := c.Conn.FlushTimeout(subscribeTimeout); err != nil && c.Conn.IsConnected() {
+		s.sub.Unsubscribe()
+		return nil, fmt.Errorf("%w: subject %q: the server did not confirm: %w", ErrSubscribe, c.Subject, err)
+	}
 	return s, nil
 }
+
+// subscribeTimeout bounds NewSource's wait for the server to have the
+// subscription.
+const subscribeTimeout = 5 * time.Second
 
 // noteDrops logs, rate-limited, the drops the subscription counted since
 // the last call.
