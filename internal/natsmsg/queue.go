@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// Queue carries messages from a subscription's callback, which nats.go
-// calls on a goroutine of its own, to a source's Read: a bounded channel,
-// so what the client holds for a source that is not read stays bounded.
+// Queue carries messages from a subscription to a source's Read: a
+// bounded channel, so what the client holds for a source that is not
+// read stays bounded. The JetStream source's consume callback Puts into
+// it; the NATS core source hands C to nats.go as a channel subscription.
 type Queue[M any] struct {
 	C    chan M
 	done chan struct{}
@@ -16,17 +17,6 @@ type Queue[M any] struct {
 // NewQueue makes a queue of capacity n.
 func NewQueue[M any](n int) *Queue[M] {
 	return &Queue[M]{C: make(chan M, n), done: make(chan struct{})}
-}
-
-// Offer puts m in the queue unless it is full, and reports whether it
-// did.
-func (q *Queue[M]) Offer(m M) bool {
-	select {
-	case q.C <- m:
-		return true
-	default:
-		return false
-	}
 }
 
 // Put puts m in the queue, waiting for room, and reports false when the
