@@ -3,7 +3,6 @@ package jetstream
 import (
 	"bytes"
 	"context"
-	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -108,93 +107,5 @@ func TestPipelineStreamToStream(t *testing.T) {
 	if ci := info.CachedInfo(); ci.AckFloor.Stream != n || ci.NumAckPending != 0 || ci.NumPending != 0 {
 		t.Fatalf("consumer at ack floor %d, %d pending, %d awaiting acknowledgement; want %d, 0, 0",
 			ci.AckFloor.Stream, ci.NumPending, ci.NumAckPending, n)
-	}
-}
-
-// A message held in flight for several AckWaits is not delivered again:
-// the source keeps it in progress, and the messages it has queued and not
-// yet handed out too. A batch of 10 of 50 is read and held
-// unacknowledged for three AckWaits and a half while the other 40 wait in
-// the queue (the server would have delivered all 50 again three times
-// without the keeper); then the 40 are read, all 50 acknowledged, and
-// neither the consumer nor the source counts a redelivery.
-func TestInProgressPastAckWait(t *testing.T) {
-	const n, first = 50, 10
-	const ackWait = 300 * time.Millisecond
-	srv := natstest.Start(t)
-	nc := srv.Connect()
-	js := newJS(t, nc)
-	createStream(t, js, "in")
-	publishIDs(t, js, "in", 0, n, 1)
-	src, err := NewSource(context.Background(), SourceConfig{Conn: nc, Stream: "in", Durable: "slow", AckWait: ackWait})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	ctx := context.Background()
-	waitFor(t, 10*time.Second, "every message in the source's queue", func() bool { return len(src.q.C) == n })
-	held, err := src.Read(ctx, first)
-	if err != nil || len(held) != first {
-		t.Fatalf("read %d messages (%v), want %d", len(held), err, first)
-	}
-	time.Sleep(ackWait*3 + ackWait/2)
-	if q := len(src.q.C); q != n-first {
-		t.Fatalf("%d messages queued after the wait, want the %d not read: some were delivered again", q, n-first)
-	}
-	rest, err := src.Read(ctx, n)
-	if err != nil || len(rest) != n-first {
-		t.Fatalf("read %d messages (%v), want the %d left", len(rest), err, n-first)
-	}
-	for _, b := range [][]vertex.Message[[]byte]{held, rest} {
-		if err := src.Ack(ctx, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cons, err := js.Consumer(ctx, "in", "slow")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var info *natsjs.ConsumerInfo
-	waitFor(t, 10*time.Second, "every acknowledgement at the server", func() bool {
-		info, err = cons.Info(ctx)
-		return err == nil && info.NumAckPending == 0
-	})
-	if info.NumRedelivered != 0 || src.Redelivered() != 0 || info.AckFloor.Stream != n {
-		t.Fatalf("consumer: %d redelivered, ack floor %d; source: %d redelivered; want 0, %d, 0",
-			info.NumRedelivered, info.AckFloor.Stream, src.Redelivered(), n)
-	}
-}
-
-// A message NATS cannot carry goes to the fallback with ErrHeader as its
-// cause; a subject SubjectOf gets wrong, with ErrSubject; the others of
-// the batch are stored.
-func TestSinkRefusesWhatNATSCannotCarry(t *testing.T) {
-	srv := natstest.Start(t)
-	nc := srv.Connect()
-	js := newJS(t, nc)
-	createStream(t, js, "out")
-	sink, err := NewSink(SinkConfig{Conn: nc, SubjectOf: func(m *vertex.Message[[]byte]) string { return "out" + m.Headers["sub"] }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Close()
-	msgs := []vertex.Message[[]byte]{
-		{ID: "a", Value: []byte("ok")},
-		{ID: "b", Keys: []string{"line\nbreak"}},
-		{ID: "c", Headers: map[string]string{"sub": ".*"}},
-	}
-	res, err := sink.Write(context.Background(), msgs)
-	var we *vertex.WriteError
-	if !errors.As(err, &we) || len(res) != 3 {
-		t.Fatalf("got %v, %v; want results and a *vertex.WriteError", res, err)
-	}
-	if res[0] != vertex.ResultOK || res[1] != vertex.ResultFallback || res[2] != vertex.ResultFallback {
-		t.Fatalf("results %v, want ok, fallback, fallback", res)
-	}
-	if !errors.Is(we.Causes[1], ErrHeader) || !errors.Is(we.Causes[2], ErrSubject) {
-		t.Fatalf("causes %v, want ErrHeader and ErrSubject", we.Causes)
-	}
-	if got := readStream(t, js, "out"); len(got) != 1 || string(got[0].Data()) != "ok" {
-		t.Fatalf("the stream holds %d messages, want the one that could be carried", len(got))
 	}
 }
