@@ -64,8 +64,10 @@ func (k *keeper) loop() {
 				held = append(held, b...)
 			}
 		}
-		held = append(held, s.unread...)
 		s.mu.Unlock()
+		s.unreadMu.Lock()
+		held = append(held, s.unread...)
+		s.unreadMu.Unlock()
 		for _, m := range held {
 			// An acknowledgement that came meanwhile makes this one
 			// ErrMsgAlreadyAckd, or the server ignore it.
