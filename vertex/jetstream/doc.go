@@ -57,14 +57,13 @@
 // A message stays in flight in the pipeline as long as the pipeline
 // needs (a sink waiting out an outage): every AckWait/3 the source tells
 // the server that the messages still in flight are in progress, so none
-// is delivered again behind the pipeline's back; so are the messages in
-// the source's queue (FetchBatch of them), fetched and not yet read. What
-// nats.go holds of its pulls beyond that queue is not (about one pull
-// while the pipeline stalls, more if it stalls long enough for nats.go to
-// pull again after missed heartbeats, never past MaxAckPending): one such
-// message that waits longer than AckWait is delivered again, a duplicate
-// with the same ID. [Source.Redelivered] counts the deliveries the server had made
-// before.
+// is delivered again behind the pipeline's back; so are the messages
+// fetched and not yet read (the keeper takes them out of the source's
+// queue each time, a FetchBatch at most, and nats.go refills it from what
+// it holds of its pulls; what it holds beyond three FetchBatches when the
+// pipeline stalls can still be delivered again, a duplicate with the same
+// ID). [Source.Redelivered] counts the
+// deliveries the server had made before.
 //
 // Several processes may read one consumer (each with a source on it): the
 // server hands each message to one of them.

@@ -20,11 +20,15 @@ import (
 // Numaflow's JetStream buffers do the same, every AckWait/3 too: two
 // chances before the wait runs out.
 //
-// Messages in the source's queue, fetched and not yet read, are kept the
-// same way: a pipeline whose buffers are full behind a slow sink does not
-// read. What nats.go holds of a pull and has not yet handed to the source
-// (the source's queue full) is not: one such message that waits longer
-// than AckWait is delivered again (a duplicate, with the same ID).
+// Messages fetched and not yet read are kept the same way: a pipeline
+// whose buffers are full behind a slow sink does not read, and the
+// messages in the source's queue, and those nats.go holds of its pulls
+// behind it, would wait past AckWait. Each tick moves what the queue
+// holds to a list the keeper can go over (reads empty it first), and
+// nats.go refills the queue from what it holds: a queue's worth
+// (FetchBatch) more is kept at each tick. What nats.go holds beyond
+// three queues' worth when the pipeline stalls can still wait past
+// AckWait and be delivered again (a duplicate, with the same ID).
 type keeper struct {
 	src   *Source
 	ctx   context.Context
@@ -64,10 +68,25 @@ func (k *keeper) loop() {
 				held = append(held, b...)
 			}
 		}
+		// The queue cannot be looked into: what it holds moves to over,
+		// which reads empty first. nats.go refills the queue meanwhile
+		// from what it holds of its pulls, so a pipeline that does not
+		// read has everything fetched kept, a queue's worth more each
+		// time, up to the consumer's MaxAckPending.
+	drain:
+		for {
+			select {
+			case m := <-s.q.C:
+				s.over = append(s.over, m)
+			default:
+				break drain
+			}
+		}
+		if len(s.over) > 0 {
+			held = append(held, s.over...)
+			s.hasOver.Store(true)
+		}
 		s.mu.Unlock()
-		s.unreadMu.Lock()
-		held = append(held, s.unread...)
-		s.unreadMu.Unlock()
 		for _, m := range held {
 			// An acknowledgement that came meanwhile makes this one
 			// ErrMsgAlreadyAckd, or the server ignore it.

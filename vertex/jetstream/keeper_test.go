@@ -32,13 +32,13 @@ func TestInProgressPastAckWait(t *testing.T) {
 	}
 	defer src.Close()
 	ctx := context.Background()
-	waitFor(t, 10*time.Second, "every message in the source's queue", func() bool { return len(src.q.C) == n })
+	waitFor(t, 10*time.Second, "every message in the source's queue", func() bool { return src.queued() == n })
 	held, err := src.Read(ctx, first)
 	if err != nil || len(held) != first {
 		t.Fatalf("read %d messages (%v), want %d", len(held), err, first)
 	}
 	time.Sleep(ackWait*3 + ackWait/2)
-	if q := len(src.q.C); q != n-first {
+	if q := src.queued(); q != n-first {
 		t.Fatalf("%d messages queued after the wait, want the %d not read: some were delivered again", q, n-first)
 	}
 	rest, err := src.Read(ctx, n)

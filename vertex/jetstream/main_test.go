@@ -107,3 +107,10 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// queued is how many messages src has fetched and not yet handed out.
+func (s *Source) queued() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.q.C) + len(s.over)
+}

@@ -31,19 +31,19 @@ type Source struct {
 	consumeErrs natsmsg.RateLog
 	keeper      keeper
 
-	// unreadMu guards unread, the messages in the queue, in its order:
-	// the keeper keeps them in progress too, since a pipeline that does
-	// not read (its buffers full behind a slow sink) leaves them there. A
-	// lock of its own: the callback takes it per message, and sharing mu
-	// with reads and acks cost a third of the source's throughput.
-	unreadMu sync.Mutex
-	unread   []natsjs.Msg
+	// hasOver says over may hold messages, so that a read looks there
+	// without the lock only when it might.
+	hasOver atomic.Bool
 
 	mu sync.Mutex
 	// flying are the batches handed out and not yet acknowledged, by the
 	// ID of their first message (a list: a message delivered again while
 	// an earlier delivery is still in flight has the same ID).
 	flying map[string][][]natsjs.Msg
+	// over are messages the keeper took out of the queue to keep them in
+	// progress (the queue cannot be looked into): reads hand them out
+	// before the queue's.
+	over   []natsjs.Msg
 	fatal  error // what ended the consumption, for Read to return
 	ended  bool  // StopAtEnd: io.EOF returned
 	closed bool
@@ -115,11 +115,6 @@ func NewSource(ctx context.Context, cfg SourceConfig) (*Source, error) {
 // so that a slow pipeline slows the pulls down (nats.go pulls more as
 // its own buffer empties) instead of losing or piling up messages.
 func (s *Source) receive(m natsjs.Msg) {
-	// Recorded before it is queued, so that whatever a read takes from
-	// the queue is in unread.
-	s.unreadMu.Lock()
-	s.unread = append(s.unread, m)
-	s.unreadMu.Unlock()
 	s.q.Put(m) // false once closed: m is delivered again (see Close)
 }
 
@@ -173,7 +168,10 @@ func (s *Source) ReadInto(ctx context.Context, buf []vertex.Message[[]byte]) (in
 	}
 	ms := (*mp)[:len(buf)]
 	defer s.bufs.Put(mp)
-	n, err := s.q.Take(ctx, s.cfg.PollInterval, ms)
+	n, err := s.takeOver(ms), error(nil)
+	if n == 0 {
+		n, err = s.q.Take(ctx, s.cfg.PollInterval, ms)
+	}
 	if n == 0 {
 		if err == nil && fatal != nil {
 			return 0, fatal
@@ -186,14 +184,6 @@ func (s *Source) ReadInto(ctx context.Context, buf []vertex.Message[[]byte]) (in
 	batch := make([]natsjs.Msg, n)
 	copy(batch, ms[:n])
 	clear(ms[:n])
-	// The queue is FIFO, so the n taken are the first n of unread (with
-	// replicas reading together, the first n in count: the set left is
-	// the queue's either way).
-	s.unreadMu.Lock()
-	k := min(n, len(s.unread)) // less only once Close emptied it
-	clear(s.unread[:k])
-	s.unread = s.unread[k:]
-	s.unreadMu.Unlock()
 	for i, m := range batch {
 		buf[i] = vertex.Message[[]byte]{}
 		natsmsg.ToMessage(m.Subject(), m.Headers(), m.Data(), s.cfg.KeyTokens, &buf[i])
@@ -233,6 +223,23 @@ func (s *Source) ReadInto(ctx context.Context, buf []vertex.Message[[]byte]) (in
 	return n, nil
 }
 
+// takeOver moves up to len(ms) of the messages the keeper took out of the
+// queue into ms, and returns how many.
+func (s *Source) takeOver(ms []natsjs.Msg) int {
+	if !s.hasOver.Load() {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := copy(ms, s.over)
+	clear(s.over[:n])
+	if s.over = s.over[n:]; len(s.over) == 0 {
+		s.over = nil
+		s.hasOver.Store(false)
+	}
+	return n
+}
+
 // atEnd reports io.EOF when the consumer has nothing to deliver and
 // nothing waiting for acknowledgement, nil otherwise (or when the server
 // cannot say: the next idle read asks again).
@@ -245,7 +252,7 @@ func (s *Source) atEnd(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.flying) > 0 {
+	if len(s.flying) > 0 || len(s.over) > 0 {
 		return nil
 	}
 	s.ended = true
@@ -326,12 +333,9 @@ func (s *Source) Close() error {
 		return nil
 	}
 	s.closed = true
-	flying := s.flying
-	s.flying = nil
+	flying, over := s.flying, s.over
+	s.flying, s.over = nil, nil
 	s.mu.Unlock()
-	s.unreadMu.Lock()
-	s.unread = nil
-	s.unreadMu.Unlock()
 	s.keeper.stop()
 	s.q.Close() // a callback waiting for room returns
 	s.cc.Stop()
@@ -345,6 +349,9 @@ func (s *Source) Close() error {
 				m.Nak()
 			}
 		}
+	}
+	for _, m := range over {
+		m.Nak()
 	}
 	for {
 		select {
