@@ -54,7 +54,9 @@ func publishIDs(t testing.TB, js natsjs.JetStream, subject string, from, to, key
 		m := &nats.Msg{Subject: subject, Data: []byte("id-" + strconv.Itoa(i)), Header: nats.Header{}}
 		m.Header.Set("n", strconv.Itoa(i))
 		m.Header.Set(KeyHeader, "k"+strconv.Itoa(i%keys))
-		if _, err := js.PublishMsgAsync(m); err != nil {
+		// Waits for room when 4000 publishes are pending (the client's
+		// default), as under -race on a loaded machine.
+		if _, err := js.PublishMsgAsync(m, natsjs.WithStallWait(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 	}
