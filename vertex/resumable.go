@@ -38,7 +38,10 @@ package vertex
 // source that is.
 // Of the connectors, the line source of package vertex/file is Resumable,
 // an Acker and an Acknowledged as the generator is (its position is the
-// byte ranges acknowledged per file); each connector's package doc says.
+// byte ranges acknowledged per file); the sources of vertex/kafka and
+// vertex/jetstream are replayable without being Resumable (the broker
+// keeps their position: a consumer group's commits, a durable consumer);
+// each connector's package doc says.
 type Resumable interface {
 	Resume(store StateStore) error
 }
