@@ -41,7 +41,12 @@ func TestRestartKeepsStreams(t *testing.T) {
 	}
 	var last error
 	for ctx.Err() == nil { // the connection reconnects within a few ReconnectWaits
-		st, err := js.Stream(ctx, "S")
+		// Each attempt bounded on its own: a request sent into the
+		// reconnect may never be answered, and waiting for it with the
+		// test's whole context failed the test once under load.
+		attempt, stop := context.WithTimeout(ctx, 2*time.Second)
+		st, err := js.Stream(attempt, "S")
+		stop()
 		if err == nil {
 			if n := st.CachedInfo().State.Msgs; n != 3 {
 				t.Fatalf("stream holds %d messages after the restart; want 3", n)
