@@ -66,6 +66,17 @@ func PartitionByKey() Option {
 // rest have 5 attempts, backoff from 10ms to 1s, then FailPipeline.
 func Retry(p RetryPolicy) Option { return option(vconfig.Retry, func(c *options) { c.Retry = p }) }
 
+// OptionsDefaulter is implemented by a [Source] or [Sink] that knows the
+// vertex options it runs best with, typically a connector whose writes or
+// reads wait on another system, so that more messages per batch keep more
+// of them in flight. Its DefaultOptions apply before the vertex's own
+// options, so an option the vertex gives wins, and a default an option
+// derives from another (MaxInFlight is 4*BatchSize) derives from the
+// result.
+type OptionsDefaulter interface {
+	DefaultOptions() []Option
+}
+
 // BufferCapacity bounds the vertex's input buffer (default 50,000 over all
 // partitions; 0 is unbounded).
 func BufferCapacity(n int64) Option {
