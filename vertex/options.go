@@ -27,7 +27,8 @@ func Partitions(n int) Option {
 	return option(vconfig.Partitions, func(c *options) { c.Partitions = n })
 }
 
-// BatchSize sets the most messages one read returns (default 500, at most
+// BatchSize sets the most messages one read returns (default 500, or what
+// the vertex's source or sink asks for: [OptionsDefaulter]; at most
 // 100,000: each replica allocates a buffer of that many at Run).
 func BatchSize(n int) Option { return option(vconfig.BatchSize, func(c *options) { c.BatchSize = n }) }
 

@@ -28,13 +28,21 @@ import (
 // writes a record twice when it retries a request itself; a message
 // written again after a ResultRetry, or after a crash between the write
 // and the pipeline's commit, is a new record (at least once). Replicas
-// and concurrent writes share one client.
+// and concurrent writes share one client. Its vertex reads batches of
+// 2,000 messages unless its options say otherwise ([Sink.DefaultOptions]).
 type Sink struct {
 	cfg sinkConfig
 	cl  *kgo.Client
 
 	mu     sync.RWMutex // held for reading by writes, for writing by Close
 	closed bool
+
+	// recs pools the writes' records (*[]kgo.Record): a batch of 2,000
+	// is 400 KB to allocate and zero per write otherwise. franz-go lets a
+	// record go when it calls its promise (it may even be changed there),
+	// and a write returns after every promise, so the next write may
+	// reuse them.
+	recs sync.Pool
 
 	failed atomic.Int64
 }
@@ -86,7 +94,18 @@ func (s *Sink) Write(ctx context.Context, msgs []vertex.Message[[]byte]) ([]vert
 	// timestamp, which is the message's event time.
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.DeliveryTimeout)
 	defer cancel()
-	recs := make([]kgo.Record, len(msgs))
+	rp, _ := s.recs.Get().(*[]kgo.Record)
+	if rp == nil {
+		rp = new([]kgo.Record)
+	}
+	defer s.recs.Put(rp)
+	if cap(*rp) < len(msgs) {
+		*rp = make([]kgo.Record, len(msgs))
+	}
+	recs := (*rp)[:len(msgs)]
+	// The values and keys they hold belong to the messages: not kept in
+	// the pool.
+	defer clear(recs)
 	var (
 		wg   sync.WaitGroup
 		emu  sync.Mutex
