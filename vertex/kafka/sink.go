@@ -37,8 +37,8 @@ type Sink struct {
 	mu     sync.RWMutex // held for reading by writes, for writing by Close
 	closed bool
 
-	// recs pools the writes' records (*[]kgo.Record): a batch of 2,000
-	// is 400 KB to allocate and zero per write otherwise. franz-go lets a
+	// recs pools the writes' records (*[]kgo.Record), which a write
+	// would otherwise allocate and zero, a batch's worth. franz-go lets a
 	// record go when it calls its promise (it may even be changed there),
 	// and a write returns after every promise, so the next write may
 	// reuse them.
@@ -156,9 +156,8 @@ const sinkBatchSize = 2000
 // (vertex.BatchSize; the vertex's own options win), so 2,000 records are
 // in flight to the brokers instead of the default 500: a write waits for
 // its records' acknowledgements, and the vertex's Concurrency writes of
-// BatchSize/Concurrency records each are all that is in flight. On kfake
-// in-process (docs/benchmarks.md, "Kafka source and sink") 500 gave
-// 1.19-1.37M msg/s, 2,000 1.35-1.75M, and 4,000 or 8,000 no more.
+// BatchSize/Concurrency records each are all that is in flight (the
+// figures are in docs/benchmarks.md, "Kafka source and sink").
 func (s *Sink) DefaultOptions() []vertex.Option {
 	return []vertex.Option{vertex.BatchSize(sinkBatchSize)}
 }
