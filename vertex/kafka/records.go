@@ -14,23 +14,21 @@ import (
 // A Kafka record and a runnel message carry the same things under other
 // names; this file maps one onto the other, both ways.
 
-// A record's message ID is "topic/partition/offset" (see appendRecordID).
-// A topic name cannot hold a '/', so the ID parses back unambiguously, and
-// it is the same each time the record is read: a sink downstream can
-// deduplicate by it.
-
-// appendRecordID appends the ID of the record at offset of topic's
-// partition to b.
-func appendRecordID(b *strings.Builder, topic string, partition int32, offset int64) {
-	var digits [20]byte
-	b.WriteString(topic)
-	b.WriteByte('/')
-	b.Write(strconv.AppendInt(digits[:0], int64(partition), 10))
-	b.WriteByte('/')
-	b.Write(strconv.AppendInt(digits[:0], offset, 10))
+// recordID is the message ID of the record at offset of topic's
+// partition: "topic/partition/offset". A topic name cannot hold a '/', so
+// the ID parses back unambiguously, and it is the same each time the
+// record is read: a sink downstream can deduplicate by it.
+func recordID(topic string, partition int32, offset int64) string {
+	b := make([]byte, 0, len(topic)+24)
+	b = append(b, topic...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(partition), 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, offset, 10)
+	return string(b)
 }
 
-// parseID splits an ID appendRecordID made; ok is false for any other string.
+// parseID splits an ID recordID made; ok is false for any other string.
 func parseID(id string) (topic string, partition int32, offset int64, ok bool) {
 	j := strings.LastIndexByte(id, '/')
 	if j < 0 {
@@ -48,55 +46,13 @@ func parseID(id string) (topic string, partition int32, offset int64, ok bool) {
 	return id[:i], int32(p), o, true
 }
 
-// toMessages fills msgs[i] from recs[i] (toMessage) with one allocation
-// for all their IDs: each is a substring of one string of the batch's IDs
-// (a strings.Builder's, which String does not copy), which stays in memory
-// until no message of the batch holds its ID. An allocation per ID was the
-// source's one allocation per message.
-func toMessages(recs []*kgo.Record, msgs []vertex.Message[[]byte]) {
-	if len(recs) == 0 {
-		return
-	}
-	size := 0
-	for _, r := range recs {
-		size += idLen(r)
-	}
-	var b strings.Builder
-	b.Grow(size)
-	for _, r := range recs {
-		appendRecordID(&b, r.Topic, r.Partition, r.Offset)
-	}
-	all, at := b.String(), 0
-	for i, r := range recs {
-		n := idLen(r)
-		toMessage(r, &msgs[i], all[at:at+n])
-		at += n
-	}
-}
-
-// idLen is the length of r's ID (partitions and offsets are never
-// negative).
-func idLen(r *kgo.Record) int {
-	return len(r.Topic) + 2 + decimalLen(uint64(r.Partition)) + decimalLen(uint64(r.Offset))
-}
-
-// decimalLen is the number of decimal digits of v.
-func decimalLen(v uint64) int {
-	n := 1
-	for v >= 10 {
-		v /= 10
-		n++
-	}
-	return n
-}
-
 // toMessage fills m from r: the ID of its position, its timestamp as the
 // event time (a missing one, which Kafka stores as -1, leaves it zero:
 // the read time), its key as the one key (a nil key: no keys), its
 // headers (of a key given twice, the last value) and its value, not
 // copied (franz-go gives each record its own).
-func toMessage(r *kgo.Record, m *vertex.Message[[]byte], id string) {
-	*m = vertex.Message[[]byte]{ID: id, Value: r.Value}
+func toMessage(r *kgo.Record, m *vertex.Message[[]byte]) {
+	*m = vertex.Message[[]byte]{ID: recordID(r.Topic, r.Partition, r.Offset), Value: r.Value}
 	if r.Timestamp.UnixMilli() > 0 {
 		m.EventTime = r.Timestamp
 	}

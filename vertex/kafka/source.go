@@ -227,7 +227,9 @@ func (s *Source) Read(ctx context.Context, max int) ([]vertex.Message[[]byte], e
 		return nil, err
 	}
 	msgs := make([]vertex.Message[[]byte], len(recs))
-	toMessages(recs, msgs)
+	for i, r := range recs {
+		toMessage(r, &msgs[i])
+	}
 	return msgs, err
 }
 
@@ -235,7 +237,9 @@ func (s *Source) Read(ctx context.Context, max int) ([]vertex.Message[[]byte], e
 // (see [vertex.BufferedSource]).
 func (s *Source) ReadInto(ctx context.Context, buf []vertex.Message[[]byte]) (int, error) {
 	recs, err := s.next(ctx, len(buf))
-	toMessages(recs, buf)
+	for i, r := range recs {
+		toMessage(r, &buf[i])
+	}
 	return len(recs), err
 }
 
@@ -268,12 +272,13 @@ func (s *Source) take(max int) (recs []*kgo.Record, err error, ok bool) {
 	}
 	for len(s.left) > 0 {
 		c := &s.left[0]
-		// Cut to max before cutAtEnd, which looks at every record it is
-		// given: a poll may bring more than one read takes.
-		recs = c.recs[:min(len(c.recs), max)]
-		if recs = s.cutAtEnd(c.tp, recs); len(recs) == 0 {
+		recs = s.cutAtEnd(c.tp, c.recs)
+		if len(recs) == 0 {
 			s.left = s.left[1:]
 			continue
+		}
+		if len(recs) > max {
+			recs = recs[:max]
 		}
 		if c.recs = c.recs[len(recs):]; len(c.recs) == 0 {
 			s.left = s.left[1:]
