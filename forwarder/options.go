@@ -19,11 +19,20 @@ func NewOptions(opts ...vertex.Option) (Options, error) {
 }
 
 // NewVertexOptions is NewOptions for a vertex running fn (its source or
-// sink): when fn is a vertex.RetryDefaulter and opts set no policy
-// (vertex.Retry), its DefaultRetry is the vertex's, validated as if given.
+// sink): when fn is a vertex.OptionsDefaulter, its DefaultOptions apply
+// before opts (which win); when fn is a vertex.RetryDefaulter and opts set
+// no policy (vertex.Retry), its DefaultRetry is the vertex's, validated as
+// if given.
 func NewVertexOptions(fn any, opts ...vertex.Option) (Options, error) {
 	c := Options{Replicas: 1, BatchSize: vconfig.DefaultBatchSize, Concurrency: vconfig.DefaultConcurrency,
 		BufferCapacity: vconfig.DefaultBufferCapacity}
+	if d, ok := fn.(vertex.OptionsDefaulter); ok {
+		// Applied on their own, so a nil option of the vertex's is
+		// reported at its own index.
+		if err := isb.ApplyOptions(&c, "vertex.OptionsDefaulter", d.DefaultOptions()); err != nil {
+			return c, err
+		}
+	}
 	if err := isb.ApplyOptions(&c, "vertex.Option", opts); err != nil {
 		return c, err
 	}

@@ -1,6 +1,7 @@
 package forwarder
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -36,5 +37,37 @@ func TestNewOptionsDefaultsAndErrors(t *testing.T) {
 		if !errors.As(err, &oe) || oe.Option != option || !errors.Is(err, isb.ErrInvalidOption) {
 			t.Errorf("%s: %v, want an *isb.OptionError naming it", option, err)
 		}
+	}
+}
+
+// defaulting is a sink that asks for bigger batches (vertex.OptionsDefaulter).
+type defaulting struct{ opts []vertex.Option }
+
+func (defaulting) Write(context.Context, []vertex.Message[int]) ([]vertex.Result, error) {
+	return nil, nil
+}
+
+func (d defaulting) DefaultOptions() []vertex.Option { return d.opts }
+
+// A vertex.OptionsDefaulter's options apply first: a default derived from
+// them (MaxInFlight) follows them, an option of the vertex wins, and a
+// nil one among them is reported as the defaulter's.
+func TestNewVertexOptionsOptionsDefaulter(t *testing.T) {
+	fn := defaulting{opts: []vertex.Option{vertex.BatchSize(2000)}}
+	c, err := NewVertexOptions(fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.BatchSize != 2000 || c.MaxInFlight != 8000 || c.Concurrency != vconfig.DefaultConcurrency {
+		t.Errorf("defaulted: BatchSize %d, MaxInFlight %d, Concurrency %d; want 2000, 8000, %d",
+			c.BatchSize, c.MaxInFlight, c.Concurrency, vconfig.DefaultConcurrency)
+	}
+	if c, err = NewVertexOptions(fn, vertex.BatchSize(100)); err != nil || c.BatchSize != 100 || c.MaxInFlight != 400 {
+		t.Errorf("the vertex's BatchSize(100): BatchSize %d, MaxInFlight %d, %v; want 100, 400", c.BatchSize, c.MaxInFlight, err)
+	}
+	_, err = NewVertexOptions(defaulting{opts: []vertex.Option{nil}})
+	var oe *isb.OptionError
+	if !errors.As(err, &oe) || oe.Option != "vertex.OptionsDefaulter" {
+		t.Errorf("a nil default option: %v, want an *isb.OptionError naming vertex.OptionsDefaulter", err)
 	}
 }

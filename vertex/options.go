@@ -27,7 +27,8 @@ func Partitions(n int) Option {
 	return option(vconfig.Partitions, func(c *options) { c.Partitions = n })
 }
 
-// BatchSize sets the most messages one read returns (default 500, at most
+// BatchSize sets the most messages one read returns (default 500, or what
+// the vertex's source or sink asks for: [OptionsDefaulter]; at most
 // 100,000: each replica allocates a buffer of that many at Run).
 func BatchSize(n int) Option { return option(vconfig.BatchSize, func(c *options) { c.BatchSize = n }) }
 
@@ -65,6 +66,17 @@ func PartitionByKey() Option {
 // stops), another source fails the pipeline at its first error, and the
 // rest have 5 attempts, backoff from 10ms to 1s, then FailPipeline.
 func Retry(p RetryPolicy) Option { return option(vconfig.Retry, func(c *options) { c.Retry = p }) }
+
+// OptionsDefaulter is implemented by a [Source] or [Sink] that knows the
+// vertex options it runs best with, typically a connector whose writes or
+// reads wait on another system, so that more messages per batch keep more
+// of them in flight. Its DefaultOptions apply before the vertex's own
+// options, so an option the vertex gives wins, and a default an option
+// derives from another (MaxInFlight is 4*BatchSize) derives from the
+// result.
+type OptionsDefaulter interface {
+	DefaultOptions() []Option
+}
 
 // BufferCapacity bounds the vertex's input buffer (default 50,000 over all
 // partitions; 0 is unbounded).

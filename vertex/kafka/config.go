@@ -58,7 +58,10 @@ type SourceConfig struct {
 	// fetch sizes, a logger), applied before the source's own, which
 	// replace any given here: SeedBrokers, ConsumerGroup, ConsumeTopics,
 	// ConsumeResetOffset, DisableAutoCommit, BlockRebalanceOnPoll and the
-	// OnPartitions callbacks.
+	// OnPartitions callbacks. The fetch size bounds how many records the
+	// client decodes before it hands on the first: records that compress
+	// well may read faster with a kgo.FetchMaxPartitionBytes below
+	// franz-go's 1 MiB (docs/benchmarks.md, "Kafka source and sink").
 	ClientOptions []kgo.Opt
 }
 

@@ -28,13 +28,21 @@ import (
 // writes a record twice when it retries a request itself; a message
 // written again after a ResultRetry, or after a crash between the write
 // and the pipeline's commit, is a new record (at least once). Replicas
-// and concurrent writes share one client.
+// and concurrent writes share one client. Its vertex reads batches of
+// 2,000 messages unless its options say otherwise ([Sink.DefaultOptions]).
 type Sink struct {
 	cfg sinkConfig
 	cl  *kgo.Client
 
 	mu     sync.RWMutex // held for reading by writes, for writing by Close
 	closed bool
+
+	// recs pools the writes' records (*[]kgo.Record), which a write
+	// would otherwise allocate and zero, a batch's worth. franz-go lets a
+	// record go when it calls its promise (it may even be changed there),
+	// and a write returns after every promise, so the next write may
+	// reuse them.
+	recs sync.Pool
 
 	failed atomic.Int64
 }
@@ -86,7 +94,18 @@ func (s *Sink) Write(ctx context.Context, msgs []vertex.Message[[]byte]) ([]vert
 	// timestamp, which is the message's event time.
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.DeliveryTimeout)
 	defer cancel()
-	recs := make([]kgo.Record, len(msgs))
+	rp, _ := s.recs.Get().(*[]kgo.Record)
+	if rp == nil {
+		rp = new([]kgo.Record)
+	}
+	defer s.recs.Put(rp)
+	if cap(*rp) < len(msgs) {
+		*rp = make([]kgo.Record, len(msgs))
+	}
+	recs := (*rp)[:len(msgs)]
+	// The values and keys they hold belong to the messages: not kept in
+	// the pool.
+	defer clear(recs)
 	var (
 		wg   sync.WaitGroup
 		emu  sync.Mutex
@@ -128,6 +147,20 @@ func (s *Sink) Write(ctx context.Context, msgs []vertex.Message[[]byte]) ([]vert
 // records until the pipeline stops, unless its options set a policy
 // (vertex.Retry), which wins (see [vertex.RetryDefaulter]).
 func (s *Sink) DefaultRetry() vertex.RetryPolicy { return vertex.RemoteRetry }
+
+// sinkBatchSize is the sink vertex's default BatchSize (see
+// [Sink.DefaultOptions]).
+const sinkBatchSize = 2000
+
+// DefaultOptions makes the sink's vertex read batches of 2,000 messages
+// (vertex.BatchSize; the vertex's own options win), so 2,000 records are
+// in flight to the brokers instead of the default 500: a write waits for
+// its records' acknowledgements, and the vertex's Concurrency writes of
+// BatchSize/Concurrency records each are all that is in flight (the
+// figures are in docs/benchmarks.md, "Kafka source and sink").
+func (s *Sink) DefaultOptions() []vertex.Option {
+	return []vertex.Option{vertex.BatchSize(sinkBatchSize)}
+}
 
 // Failed returns how many records failed to be produced (and were
 // answered vertex.ResultRetry) since the sink was made.

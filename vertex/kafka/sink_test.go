@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/runnel-dev/runnel/forwarder"
 	"github.com/runnel-dev/runnel/internal/keys"
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/vertex"
@@ -142,18 +143,24 @@ func TestSinkRetriesFailedRecords(t *testing.T) {
 }
 
 // The source and sink are what the pipeline looks for, and default to
-// retrying until the pipeline stops.
+// retrying until the pipeline stops; the sink's vertex defaults to batches
+// of sinkBatchSize.
 func TestInterfaces(t *testing.T) {
 	var (
 		_ vertex.BufferedSource[[]byte]    = (*Source)(nil)
 		_ vertex.PartitionedSource[[]byte] = (*Source)(nil)
 		_ vertex.Acker[[]byte]             = (*Source)(nil)
 		_ vertex.Sink[[]byte]              = (*Sink)(nil)
+		_ vertex.OptionsDefaulter          = (*Sink)(nil)
 	)
 	for _, d := range []vertex.RetryDefaulter{(*Source)(nil), (*Sink)(nil)} {
 		if got := d.DefaultRetry(); got != vertex.RemoteRetry {
 			t.Errorf("%T.DefaultRetry() = %+v, want vertex.RemoteRetry", d, got)
 		}
+	}
+	c, err := forwarder.NewVertexOptions((*Sink)(nil))
+	if err != nil || c.BatchSize != sinkBatchSize {
+		t.Errorf("the sink vertex's BatchSize: %d, %v; want %d", c.BatchSize, err, sinkBatchSize)
 	}
 }
 
