@@ -38,12 +38,17 @@ type killSink struct {
 	*Sink
 	killAt  int64
 	written atomic.Int64
+	// killing is set by the one Write that kills: the vertex's
+	// concurrent Writes can each pass killAt before the signal lands
+	// (more likely since the sink reads batches of 2,000), and a second
+	// kill line would make the round ambiguous.
+	killing atomic.Bool
 }
 
 func (k *killSink) Write(ctx context.Context, msgs []vertex.Message[[]byte]) ([]vertex.Result, error) {
 	res, err := k.Sink.Write(ctx, msgs)
 	if err == nil && res == nil && k.killAt > 0 {
-		if n := k.written.Add(int64(len(msgs))); n >= k.killAt {
+		if n := k.written.Add(int64(len(msgs))); n >= k.killAt && k.killing.CompareAndSwap(false, true) {
 			crashtest.Printf("K %d", n)
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
