@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/binary"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -98,4 +99,57 @@ func BenchmarkJetStreamPipeline(b *testing.B) {
 			b.Fatalf("raw-publish: stream holds %d messages, want %d", got, b.N)
 		}
 	})
+	// The same b.N payloads packed rawFrame to a message, each with a
+	// 4-byte length before it (what a packed append publishes): the floor
+	// of one hop of packed storage.
+	b.Run("raw-publish-frames", func(b *testing.B) {
+		nc := srv.Connect()
+		js, err := natsjs.New(nc, natsjs.WithPublishAsyncMaxPending(rawPublishOutstanding))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		name := "rawf-" + strconv.FormatInt(runs.Add(1), 10)
+		if _, err := js.CreateStream(ctx, natsjs.StreamConfig{
+			Name: name, Subjects: []string{name}, Storage: natsjs.FileStorage, AllowDirect: true,
+			Discard: natsjs.DiscardNew, Duplicates: 2 * time.Minute,
+		}); err != nil {
+			b.Fatal(err)
+		}
+		var frame []byte
+		for range rawFrame {
+			frame = binary.BigEndian.AppendUint32(frame, uint32(len(payload)))
+			frame = append(frame, payload...)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		start := time.Now()
+		frames := 0
+		for i := 0; i < b.N; i += rawFrame {
+			n := min(rawFrame, b.N-i)
+			m := &nats.Msg{Subject: name, Data: frame[:n*(4+len(payload))],
+				Header: nats.Header{natsjs.MsgIDHeader: []string{"gen-" + strconv.Itoa(i)}}}
+			if _, err := js.PublishMsgAsync(m); err != nil {
+				b.Fatal(err)
+			}
+			frames++
+		}
+		select {
+		case <-js.PublishAsyncComplete():
+		case <-time.After(time.Minute):
+			b.Fatal("raw-publish-frames: publishes not acknowledged within a minute")
+		}
+		report(b, start)
+		info, err := js.Stream(ctx, name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got := info.CachedInfo().State.Msgs; got != uint64(frames) {
+			b.Fatalf("raw-publish-frames: stream holds %d messages, want %d", got, frames)
+		}
+	})
 }
+
+// rawFrame is how many payloads raw-publish-frames packs into a message:
+// the pipeline's default read and write batch.
+const rawFrame = 500

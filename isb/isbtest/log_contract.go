@@ -75,15 +75,15 @@ func readAll(t *testing.T, l isb.Log[Item], from int64, max int) []Item {
 	buf := make([]Item, max)
 	var got []Item
 	for off := from; off < l.Tail(); {
-		items, err := l.Read(context.Background(), off, max, buf)
+		first, items, err := l.Read(context.Background(), off, max, buf)
 		if err != nil {
 			t.Fatalf("Read(%d, %d): %v", off, max, err)
 		}
-		if len(items) < 1 || len(items) > max {
-			t.Fatalf("Read(%d, %d) returned %d items, want 1 to %d", off, max, len(items), max)
+		if len(items) < 1 || len(items) > max || first < off {
+			t.Fatalf("Read(%d, %d) returned %d items at %d, want 1 to %d at or after %d", off, max, len(items), first, max, off)
 		}
 		got = append(got, items...)
-		off += int64(len(items))
+		off = first + int64(len(items))
 	}
 	return got
 }

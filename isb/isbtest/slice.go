@@ -203,7 +203,12 @@ func (l *sliceLog[T]) Seal() { l.sealed.Store(true) }
 // Watch implements isb.Log: nobody else appends to the backend.
 func (l *sliceLog[T]) Watch(func()) {}
 
-func (l *sliceLog[T]) Read(_ context.Context, offset int64, max int, buf []T) ([]T, error) {
+func (l *sliceLog[T]) Read(_ context.Context, offset int64, max int, buf []T) (int64, []T, error) {
+	items, err := l.read(offset, max, buf)
+	return offset, items, err
+}
+
+func (l *sliceLog[T]) read(offset int64, max int, buf []T) ([]T, error) {
 	if err := l.closedErr("Read"); err != nil {
 		return nil, err
 	}

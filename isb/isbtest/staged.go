@@ -177,7 +177,7 @@ func (l *stagedLog[T]) Complete(_ context.Context, last int64) (int64, error) {
 	return end - 1, nil
 }
 
-func (l *stagedLog[T]) Read(ctx context.Context, offset int64, max int, buf []T) ([]T, error) {
+func (l *stagedLog[T]) Read(ctx context.Context, offset int64, max int, buf []T) (int64, []T, error) {
 	return l.inner.Read(ctx, offset, max, buf)
 }
 func (l *stagedLog[T]) Head() int64 { return l.inner.Head() }

@@ -435,7 +435,13 @@ func (p *partition[T]) loadFailed() error {
 // ErrReadSize, as in isb/memory. A record that fails its checks is a
 // *CorruptError naming the segment and byte position; the records before it
 // in the batch are returned first.
-func (p *partition[T]) Read(_ context.Context, offset int64, max int, buf []T) ([]T, error) {
+func (p *partition[T]) Read(_ context.Context, offset int64, max int, buf []T) (int64, []T, error) {
+	items, err := p.read(offset, max, buf)
+	return offset, items, err
+}
+
+// read is Read: mmap offsets are contiguous, so its items are at offset.
+func (p *partition[T]) read(offset int64, max int, buf []T) ([]T, error) {
 	p.closeMu.RLock()
 	defer p.closeMu.RUnlock()
 	if p.closed {
