@@ -287,4 +287,3 @@ func (l *log[T]) refreshHead(ctx context.Context) bool {
 	}
 	return l.observe(ctx, s.CachedInfo().State) == nil
 }
-

@@ -77,3 +77,16 @@ func sharedOn(connect func() *nats.Conn, opts ...jetstream.Option) isbtest.Share
 		}}
 	}
 }
+
+// The same suites on packed streams: every append is one message per
+// frame, offsets jump from one frame to the next, and the suites check
+// the same contents, order and exactly-once delivery.
+func TestPackedSuite(t *testing.T) {
+	srv := natstest.Start(t)
+	isbtest.RunStorage(t, storageOn(srv.Connect(), jetstream.Packed()))
+}
+
+func TestPackedSharedSuite(t *testing.T) {
+	srv := natstest.Start(t)
+	isbtest.RunShared(t, sharedOn(func() *nats.Conn { return srv.Connect() }, jetstream.Packed()))
+}

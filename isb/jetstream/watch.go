@@ -180,7 +180,6 @@ func (l *log[T]) retain() {
 	l.retainCtx(ctx)
 }
 
-//
 // On a packed stream only whole frames are deleted: the frame holding the
 // lowest commit stays, also when the commit is its end (its count is not
 // always known here); it goes with the next frame's first commit.
