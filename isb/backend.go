@@ -17,7 +17,7 @@ import "context"
 // other processes' items, and leave gaps where a message was deleted or
 // after the last item of a packed frame (Read says where its items are).
 // An offset difference is therefore a count of items only on contiguous
-// storage: Topic.Pending and Used count offsets.
+// storage: Log.Count counts them.
 type Backend[T any] interface {
 	// Open prepares storage for the named topic with the given number of
 	// partitions, recovers whatever durable storage holds and declares what
@@ -131,6 +131,12 @@ type Log[T any] interface {
 	Head() int64
 	// Tail is the offset after the last readable item.
 	Tail() int64
+	// Count is how many items lie in [from, to), offsets the topic took
+	// from Head, Tail and commits: to-from on storage whose offsets are
+	// contiguous; storage that leaves offsets unused counts the items
+	// (packed JetStream: as far as this process knows the frames, see its
+	// package doc). Topic.Pending and Used count with it.
+	Count(from, to int64) int64
 	// Commit records that group has consumed every offset below offset.
 	// Durable storage persists it before returning. A stored commit never
 	// moves back, whichever process commits. Remote storage ends the call

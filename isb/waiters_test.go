@@ -54,6 +54,8 @@ func (l *stubLog) Tail() int64 {
 	return int64(len(l.items))
 }
 
+func (l *stubLog) Count(from, to int64) int64 { return to - from }
+
 func (l *stubLog) Commit(context.Context, string, int64) error { return nil }
 func (l *stubLog) Committed(string) (int64, bool, error)       { return 0, false, nil }
 func (l *stubLog) Release(int64) error                         { return nil }

@@ -130,8 +130,9 @@ func (l *encodedLog[T]) Read(ctx context.Context, offset int64, max int, buf []v
 	return first, out, err
 }
 
-func (l *encodedLog[T]) Head() int64 { return l.raw.Head() }
-func (l *encodedLog[T]) Tail() int64 { return l.raw.Tail() }
+func (l *encodedLog[T]) Head() int64                { return l.raw.Head() }
+func (l *encodedLog[T]) Tail() int64                { return l.raw.Tail() }
+func (l *encodedLog[T]) Count(from, to int64) int64 { return l.raw.Count(from, to) }
 func (l *encodedLog[T]) Commit(ctx context.Context, group string, offset int64) error {
 	return l.raw.Commit(ctx, group, offset)
 }

@@ -407,6 +407,9 @@ func (l *sharedLog[T]) Head() int64 {
 
 func (l *sharedLog[T]) Tail() int64 { return l.part().tail.Load() }
 
+// Count implements isb.Log: offsets are contiguous.
+func (l *sharedLog[T]) Count(from, to int64) int64 { return to - from }
+
 // Commit keeps the highest commit of group: a stale commit from one
 // process never moves back what another committed.
 func (l *sharedLog[T]) Commit(_ context.Context, group string, offset int64) error {

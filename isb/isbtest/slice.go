@@ -242,6 +242,9 @@ func (l *sliceLog[T]) Tail() int64 {
 	return l.head + int64(len(l.items))
 }
 
+// Count implements isb.Log: offsets are contiguous.
+func (l *sliceLog[T]) Count(from, to int64) int64 { return to - from }
+
 func (l *sliceLog[T]) Commit(_ context.Context, group string, offset int64) error {
 	if err := l.closedErr("Commit"); err != nil {
 		return err

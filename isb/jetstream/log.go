@@ -148,6 +148,16 @@ func (l *log[T]) Head() int64 {
 // Tail is the offset after the last message known to be stored.
 func (l *log[T]) Tail() int64 { return l.tail.Load() }
 
+// Count is how many items lie in [from, to): an offset difference on an
+// unpacked stream, the frames' counts on a packed one, as this process
+// knows them (a frame not known yet counts as one item).
+func (l *log[T]) Count(from, to int64) int64 {
+	if !l.b.cfg.packed() || to <= from {
+		return to - from
+	}
+	return l.frames.count(from, to, l.shift)
+}
+
 // markDeleted records that the stream is gone. Readers must learn it, but
 // a Pull only reads a partition whose tail is past its position, so the
 // tail moves one past what was stored: the next Read reports

@@ -90,3 +90,37 @@ func (x *frameIndex) used(low, tail int64, shift uint) int64 {
 	}
 	return max(used, 1)
 }
+
+// count returns the items in [from, to) as far as the frames are known
+// (one for a frame not known), without forgetting any.
+func (x *frameIndex) count(from, to int64, shift uint) int64 {
+	if to <= from {
+		return 0
+	}
+	fromSeq, fromIdx := split(from, shift)
+	lastSeq, _ := split(to-1, shift)
+	_, toIdx := split(to, shift)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	known := func(seq uint64) int64 {
+		if seq >= x.base && seq < x.base+uint64(len(x.counts)) {
+			if c := x.counts[seq-x.base]; c > 0 {
+				return int64(c)
+			}
+		}
+		return 1
+	}
+	var n int64
+	for s := fromSeq; s <= lastSeq; s++ {
+		c := known(s)
+		lo, hi := int64(0), c
+		if s == fromSeq {
+			lo = min(int64(fromIdx), c)
+		}
+		if s == lastSeq && to < join(s, int(c), shift) {
+			hi = min(int64(toIdx), c)
+		}
+		n += max(hi-lo, 0)
+	}
+	return max(n, 1)
+}

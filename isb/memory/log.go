@@ -225,6 +225,9 @@ func (l *Log[T]) Head() int64 { return l.head.Load() }
 // Tail is the offset the next Append will use.
 func (l *Log[T]) Tail() int64 { return l.tl.tail() }
 
+// Count is to-from: memory offsets are contiguous.
+func (l *Log[T]) Count(from, to int64) int64 { return to - from }
+
 // Commit records, in memory, that group has consumed every offset below
 // offset (0 <= offset <= Tail()). Commits never move backwards: a lower
 // offset than the stored one is a no-op.

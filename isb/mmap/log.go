@@ -100,6 +100,9 @@ func (p *partition[T]) Head() int64 { return p.head.Load() }
 // Tail is the offset of the next append; everything below is readable.
 func (p *partition[T]) Tail() int64 { return p.tail.Load() }
 
+// Count is to-from: mmap offsets are contiguous.
+func (p *partition[T]) Count(from, to int64) int64 { return to - from }
+
 // Append encodes items and writes them after the tail; the Write
 // completes once they are flushed as the flush policy requires and
 // published (see flush.go for how writers that arrive together share one
