@@ -486,6 +486,12 @@ func (c *PullConsumer[T]) readLocked(ctx context.Context) (b Batch[T], ok bool, 
 			return b, false, err // not the partition's: the consumer or the call ended
 		}
 		if errors.Is(err, ErrCorrupt) {
+			// Damage past off (storage that leaves offsets unused): the
+			// offsets between hold nothing, so the position moves to the
+			// damaged record, which Skip steps past.
+			if at, ok := CorruptOffset(err); ok && at > off {
+				off, c.next[j] = at, at
+			}
 			c.damaged[j] = off
 		}
 		return b, false, &ReadError{Topic: t.name, Partition: part, Offset: off, Err: err}

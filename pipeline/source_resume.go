@@ -221,6 +221,9 @@ func (b *inputBuffer[T]) readBack(log *zap.Logger, start []int64, prepare func([
 		for off := from; off < tail; {
 			first, got, err := l.Read(context.Background(), off, len(buf), buf)
 			if errors.Is(err, isb.ErrCorrupt) {
+				if at, ok := isb.CorruptOffset(err); ok && at > off {
+					off = at // damage past off: the offsets between hold nothing
+				}
 				off++
 				continue
 			}

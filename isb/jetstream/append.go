@@ -62,7 +62,7 @@ func (l *log[T]) Append(items []T) (isb.Write, error) {
 		return isb.Write{}, l.deletedErr("append")
 	case l.full(n):
 		return isb.Write{}, &StreamError{Stream: l.stream, Op: "append", Kind: isb.ErrFull,
-			Err: fmt.Errorf("%d messages uncommitted, usage limit %d", l.used(), l.b.cfg.usageLimit)}
+			Err: fmt.Errorf("%d items uncommitted, usage limit %d", l.used(), l.b.cfg.usageLimit)}
 	}
 	w := &write[T]{l: l, sc: scratches.Get().(*scratch)}
 	encode := l.encode

@@ -67,7 +67,7 @@ func (l *log[T]) Read(ctx context.Context, offset int64, max int, buf []T) (int6
 			continue
 		case at != seq:
 			l.b.cfg.log.Warn("jetstream: message missing", zap.String("stream", l.stream), zap.Int64("offset", first))
-			return offset, nil, &StreamError{Stream: l.stream, Op: "read", Kind: ErrGap,
+			return offset, nil, &StreamError{Stream: l.stream, Op: "read", Kind: ErrGap, Offset: first,
 				Err: fmt.Errorf("offset %d is missing (the next stored is %d)", first, join(at, 0, l.shift))}
 		}
 		count := 1

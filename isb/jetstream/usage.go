@@ -27,11 +27,14 @@ type frameIndex struct {
 func (x *frameIndex) learn(seq uint64, n int) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.counts == nil {
+	switch {
+	case x.counts == nil:
 		x.base = seq
-	}
-	if seq < x.base {
-		return // below the lowest commit: no longer counted
+	case seq < x.base:
+		// Learned late (another process's announcement arriving after
+		// this process's next append): used forgets it again if it lies
+		// below the lowest commit.
+		x.growDownLocked(seq)
 	}
 	x.extendLocked(seq)
 	if c := &x.counts[seq-x.base]; *c == 0 {
@@ -47,6 +50,14 @@ func (x *frameIndex) extendLocked(seq uint64) {
 		x.counts = append(x.counts, 0)
 		x.sum++
 	}
+}
+
+// growDownLocked makes counts start at seq, below base, counting the new
+// frames as one item each until they are known.
+func (x *frameIndex) growDownLocked(seq uint64) {
+	grown := make([]uint32, x.base-seq, x.base-seq+uint64(len(x.counts)))
+	x.sum += int64(len(grown))
+	x.counts, x.base = append(grown, x.counts...), seq
 }
 
 // used returns the items in [low, tail) of a stream whose offsets shift
@@ -65,9 +76,7 @@ func (x *frameIndex) used(low, tail int64, shift uint) int64 {
 	case lowSeq < x.base:
 		// A group that starts below every commit (a new one, at the head):
 		// the frames between are counted again, unknown until read.
-		grown := make([]uint32, x.base-lowSeq, x.base-lowSeq+uint64(len(x.counts)))
-		x.sum += int64(len(grown))
-		x.counts, x.base = append(grown, x.counts...), lowSeq
+		x.growDownLocked(lowSeq)
 	default:
 		for x.base < lowSeq && len(x.counts) > 0 {
 			x.sum -= max(1, int64(x.counts[0]))
