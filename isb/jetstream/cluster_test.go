@@ -54,6 +54,6 @@ func TestClusterSharedSuite(t *testing.T) {
 // The suites on packed streams of the same cluster.
 func TestClusterPackedSuite(t *testing.T) {
 	c := natstest.StartCluster(t, 3)
-	isbtest.RunStorage(t, storageOn(c.Connect(), jetstream.Replicas(3), jetstream.Packed()))
-	isbtest.RunShared(t, sharedOn(func() *nats.Conn { return c.Connect() }, jetstream.Replicas(3), jetstream.Packed()))
+	isbtest.RunStorage(t, packedOn(c.Connect(), jetstream.Replicas(3)))
+	isbtest.RunShared(t, packedSharedOn(func() *nats.Conn { return c.Connect() }, jetstream.Replicas(3)))
 }
