@@ -30,7 +30,9 @@ const rawPublishOutstanding = 4096
 // same b.N messages asynchronously with message ids (as the storage does)
 // to one file stream. The pipeline writes every message twice (the map's
 // buffer and the sink's), so the raw loop stores half of what the pipeline
-// stores: it is the floor of one hop, not of the whole pipeline.
+// stores: it is the floor of one hop, not of the whole pipeline. The
+// pipeline runs on packed buffers (jsstorage's default) and on unpacked
+// ones, and the raw loop publishes single messages and 500-item frames.
 //
 //	cd bench && go test -run '^$' -bench JetStreamPipeline -benchtime 200000x -count 5
 func BenchmarkJetStreamPipeline(b *testing.B) {
@@ -51,6 +53,17 @@ func BenchmarkJetStreamPipeline(b *testing.B) {
 	b.Run("storage=jetstream", func(b *testing.B) {
 		nc := srv.Connect()
 		st, err := jsstorage.New(nc, jsstorage.ReduceLogDir(b.TempDir()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		name := "bench-" + strconv.FormatInt(runs.Add(1), 10)
+		benchRunnelMap(b, name, nil, pipeline.WithStorage(st), pipeline.WithCodec(rawInt64))
+	})
+	// The same on unpacked buffers (one JetStream message per message, the
+	// format before issue 21's packed appends): the baseline of packing.
+	b.Run("storage=jetstream-unpacked", func(b *testing.B) {
+		nc := srv.Connect()
+		st, err := jsstorage.New(nc, jsstorage.ReduceLogDir(b.TempDir()), jsstorage.Unpacked())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -81,7 +94,7 @@ func BenchmarkJetStreamPipeline(b *testing.B) {
 		for i := range b.N {
 			m := &nats.Msg{Subject: name, Data: payload,
 				Header: nats.Header{natsjs.MsgIDHeader: []string{"gen-" + strconv.Itoa(i)}}}
-			if _, err := js.PublishMsgAsync(m); err != nil {
+			if _, err := js.PublishMsgAsync(m, stallWait); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -129,7 +142,7 @@ func BenchmarkJetStreamPipeline(b *testing.B) {
 			n := min(rawFrame, b.N-i)
 			m := &nats.Msg{Subject: name, Data: frame[:n*(4+len(payload))],
 				Header: nats.Header{natsjs.MsgIDHeader: []string{"gen-" + strconv.Itoa(i)}}}
-			if _, err := js.PublishMsgAsync(m); err != nil {
+			if _, err := js.PublishMsgAsync(m, stallWait); err != nil {
 				b.Fatal(err)
 			}
 			frames++
@@ -149,6 +162,11 @@ func BenchmarkJetStreamPipeline(b *testing.B) {
 		}
 	})
 }
+
+// stallWait lets a raw publish wait for room among the publishes in flight
+// instead of failing after nats.go's default 200ms (a loaded machine
+// stalled the loop: "too many outstanding async published messages").
+var stallWait = natsjs.WithStallWait(time.Minute)
 
 // rawFrame is how many payloads raw-publish-frames packs into a message:
 // the pipeline's default read and write batch.
