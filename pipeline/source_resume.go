@@ -215,7 +215,7 @@ func (b *inputBuffer[T]) readBack(log *zap.Logger, start []int64, prepare func([
 			// that could not hold them: what the writer wrote there it
 			// writes again.
 			log.Warn("records past the writer's saved anchor were removed before they could be read back",
-				zap.String("buffer", b.group), zap.Int("partition", p), zap.Int64("removed", head-from))
+				zap.String("buffer", b.group), zap.Int("partition", p), zap.Int64("removed", l.Count(from, head)))
 			from = head
 		}
 		for off := from; off < tail; {
