@@ -96,9 +96,10 @@ func (l *log[T]) observe(ctx context.Context, st natsjs.StreamState) error {
 	if err != nil {
 		return err
 	}
-	if n > 0 {
-		l.raiseTail(join(st.LastSeq, n, l.shift))
-	}
+	// A count not known (a replica behind answered) is at least one item:
+	// the tail is then a lower bound, raised to the frame's end when a
+	// read parses it.
+	l.raiseTail(join(st.LastSeq, max(n, 1), l.shift))
 	return nil
 }
 
