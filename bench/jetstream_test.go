@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/binary"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -29,7 +30,9 @@ const rawPublishOutstanding = 4096
 // same b.N messages asynchronously with message ids (as the storage does)
 // to one file stream. The pipeline writes every message twice (the map's
 // buffer and the sink's), so the raw loop stores half of what the pipeline
-// stores: it is the floor of one hop, not of the whole pipeline.
+// stores: it is the floor of one hop, not of the whole pipeline. The
+// pipeline runs on packed buffers (jsstorage's default) and on unpacked
+// ones, and the raw loop publishes single messages and 500-item frames.
 //
 //	cd bench && go test -run '^$' -bench JetStreamPipeline -benchtime 200000x -count 5
 func BenchmarkJetStreamPipeline(b *testing.B) {
@@ -50,6 +53,17 @@ func BenchmarkJetStreamPipeline(b *testing.B) {
 	b.Run("storage=jetstream", func(b *testing.B) {
 		nc := srv.Connect()
 		st, err := jsstorage.New(nc, jsstorage.ReduceLogDir(b.TempDir()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		name := "bench-" + strconv.FormatInt(runs.Add(1), 10)
+		benchRunnelMap(b, name, nil, pipeline.WithStorage(st), pipeline.WithCodec(rawInt64))
+	})
+	// The same on unpacked buffers (one JetStream message per message, the
+	// format before issue 21's packed appends): the baseline of packing.
+	b.Run("storage=jetstream-unpacked", func(b *testing.B) {
+		nc := srv.Connect()
+		st, err := jsstorage.New(nc, jsstorage.ReduceLogDir(b.TempDir()), jsstorage.Unpacked())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -80,7 +94,7 @@ func BenchmarkJetStreamPipeline(b *testing.B) {
 		for i := range b.N {
 			m := &nats.Msg{Subject: name, Data: payload,
 				Header: nats.Header{natsjs.MsgIDHeader: []string{"gen-" + strconv.Itoa(i)}}}
-			if _, err := js.PublishMsgAsync(m); err != nil {
+			if _, err := js.PublishMsgAsync(m, stallWait); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -98,4 +112,62 @@ func BenchmarkJetStreamPipeline(b *testing.B) {
 			b.Fatalf("raw-publish: stream holds %d messages, want %d", got, b.N)
 		}
 	})
+	// The same b.N payloads packed rawFrame to a message, each with a
+	// 4-byte length before it (what a packed append publishes): the floor
+	// of one hop of packed storage.
+	b.Run("raw-publish-frames", func(b *testing.B) {
+		nc := srv.Connect()
+		js, err := natsjs.New(nc, natsjs.WithPublishAsyncMaxPending(rawPublishOutstanding))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		name := "rawf-" + strconv.FormatInt(runs.Add(1), 10)
+		if _, err := js.CreateStream(ctx, natsjs.StreamConfig{
+			Name: name, Subjects: []string{name}, Storage: natsjs.FileStorage, AllowDirect: true,
+			Discard: natsjs.DiscardNew, Duplicates: 2 * time.Minute,
+		}); err != nil {
+			b.Fatal(err)
+		}
+		var frame []byte
+		for range rawFrame {
+			frame = binary.BigEndian.AppendUint32(frame, uint32(len(payload)))
+			frame = append(frame, payload...)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		start := time.Now()
+		frames := 0
+		for i := 0; i < b.N; i += rawFrame {
+			n := min(rawFrame, b.N-i)
+			m := &nats.Msg{Subject: name, Data: frame[:n*(4+len(payload))],
+				Header: nats.Header{natsjs.MsgIDHeader: []string{"gen-" + strconv.Itoa(i)}}}
+			if _, err := js.PublishMsgAsync(m, stallWait); err != nil {
+				b.Fatal(err)
+			}
+			frames++
+		}
+		select {
+		case <-js.PublishAsyncComplete():
+		case <-time.After(time.Minute):
+			b.Fatal("raw-publish-frames: publishes not acknowledged within a minute")
+		}
+		report(b, start)
+		info, err := js.Stream(ctx, name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got := info.CachedInfo().State.Msgs; got != uint64(frames) {
+			b.Fatalf("raw-publish-frames: stream holds %d messages, want %d", got, frames)
+		}
+	})
 }
+
+// stallWait lets a raw publish wait for room among the publishes in flight
+// instead of failing after nats.go's default 200ms (a loaded machine
+// stalled the loop: "too many outstanding async published messages").
+var stallWait = natsjs.WithStallWait(time.Minute)
+
+// rawFrame is how many payloads raw-publish-frames packs into a message:
+// the pipeline's default read and write batch.
+const rawFrame = 500

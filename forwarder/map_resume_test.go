@@ -123,7 +123,7 @@ func TestResumedMapWritesOnlyWhatItDidNotFind(t *testing.T) {
 			for k := range buf {
 				*origin.Of(&buf[k]) = &slots[k]
 			}
-			if _, err := log.Read(context.Background(), 0, 3, buf); err != nil {
+			if _, _, err := log.Read(context.Background(), 0, 3, buf); err != nil {
 				t.Fatal(err)
 			}
 			want := []origin.Origin{

@@ -14,7 +14,10 @@ import "context"
 // Offsets in a Log start at 0 and grow strictly within a partition. Storage
 // one process owns (memory, mmap) stores the items of one Append
 // contiguously; storage shared by processes (JetStream) may interleave
-// other processes' items, and leave gaps where a message was deleted.
+// other processes' items, and leave gaps where a message was deleted or
+// after the last item of a packed frame (Read says where its items are).
+// An offset difference is therefore a count of items only on contiguous
+// storage: Log.Count counts them.
 type Backend[T any] interface {
 	// Open prepares storage for the named topic with the given number of
 	// partitions, recovers whatever durable storage holds and declares what
@@ -105,8 +108,14 @@ type Log[T any] interface {
 	// passed through an interface escapes to the heap (an allocation per
 	// produced item).
 	AppendOne(item T) (Write, error)
-	// Read returns up to max items starting at offset, Head() <= offset <
-	// Tail(). It may return fewer (for example at a segment boundary) but at
+	// Read returns up to max items from the first offset at or after
+	// offset that holds one, Head() <= offset < Tail(), and that offset
+	// (first): the items are at first, first+1, ... Storage whose offsets
+	// are contiguous (memory, mmap, unpacked JetStream) always returns
+	// offset itself; storage that leaves offsets unused (packed JetStream:
+	// the offsets after a frame's last item) moves past them, so a reader
+	// never assumes that the next batch starts where the last one ended.
+	// It may return fewer items (for example at a segment boundary) but at
 	// least one. It may return a slice that aliases storage, or decode into
 	// buf (len(buf) >= max) and return buf[:n]. The result is valid until the
 	// caller's next Read or until offset is released. A damaged record is an
@@ -117,11 +126,17 @@ type Log[T any] interface {
 	// past Tail(), is a breach of this contract: every backend reports it
 	// with an error matching ErrOutOfRange. Remote storage ends the call
 	// when ctx ends; the consumer's ctx ends when it closes.
-	Read(ctx context.Context, offset int64, max int, buf []T) ([]T, error)
+	Read(ctx context.Context, offset int64, max int, buf []T) (first int64, items []T, err error)
 	// Head is the earliest retained offset.
 	Head() int64
 	// Tail is the offset after the last readable item.
 	Tail() int64
+	// Count is how many items lie in [from, to), offsets the topic took
+	// from Head, Tail and commits: to-from on storage whose offsets are
+	// contiguous; storage that leaves offsets unused counts the items
+	// (packed JetStream: as far as this process knows the frames, see its
+	// package doc). Topic.Pending and Used count with it.
+	Count(from, to int64) int64
 	// Commit records that group has consumed every offset below offset.
 	// Durable storage persists it before returning. A stored commit never
 	// moves back, whichever process commits. Remote storage ends the call

@@ -43,11 +43,12 @@ func (l *nullLog) Append(items []int) (isb.Write, error) {
 func (l *nullLog) AppendOne(int) (isb.Write, error) {
 	return isb.Completed(l.tail.Add(1) - 1), nil
 }
-func (l *nullLog) Read(_ context.Context, off int64, max int, buf []int) ([]int, error) {
-	return buf[:min(int64(max), l.tail.Load()-off)], nil
+func (l *nullLog) Read(_ context.Context, off int64, max int, buf []int) (int64, []int, error) {
+	return off, buf[:min(int64(max), l.tail.Load()-off)], nil
 }
-func (l *nullLog) Head() int64 { return l.head.Load() }
-func (l *nullLog) Tail() int64 { return l.tail.Load() }
+func (l *nullLog) Head() int64                { return l.head.Load() }
+func (l *nullLog) Tail() int64                { return l.tail.Load() }
+func (l *nullLog) Count(from, to int64) int64 { return to - from }
 func (l *nullLog) Commit(_ context.Context, _ string, off int64) error {
 	l.commit.Store(off)
 	return nil

@@ -465,16 +465,17 @@ func (c *PullConsumer[T]) readLocked(ctx context.Context) (b Batch[T], ok bool, 
 	}
 	part := c.first + j
 	var items []T
+	first := off
 	if t.caps.Shared {
 		c.mu.Unlock()
-		items, err = c.readShared(ctx, part, off)
+		first, items, err = c.readShared(ctx, part, off)
 		c.mu.Lock()
 	} else {
 		// Under mu, which Close waits for too (see Close).
 		if c.closed.Load() || t.closed.Load() {
 			return b, false, ErrClosed
 		}
-		items, err = t.parts[part].log.Read(c.ctx, off, c.cfg.batchSize, c.buf)
+		first, items, err = t.parts[part].log.Read(c.ctx, off, c.cfg.batchSize, c.buf)
 	}
 	c.last = j
 	c.damaged[j] = -1
@@ -485,19 +486,30 @@ func (c *PullConsumer[T]) readLocked(ctx context.Context) (b Batch[T], ok bool, 
 			return b, false, err // not the partition's: the consumer or the call ended
 		}
 		if errors.Is(err, ErrCorrupt) {
+			// Damage past off (storage that leaves offsets unused): the
+			// offsets between hold nothing, so the position moves to the
+			// damaged record, which Skip steps past.
+			if at, ok := CorruptOffset(err); ok && at > off {
+				off, c.next[j] = at, at
+			}
 			c.damaged[j] = off
 		}
 		return b, false, &ReadError{Topic: t.name, Partition: part, Offset: off, Err: err}
 	}
-	if len(items) == 0 {
-		// The Log contract promises at least one item below Tail;
-		// returning instead of skipping avoids spinning on it.
-		return b, false, fmt.Errorf("%w: topic %q partition %d: storage returned no item at offset %d below its tail",
-			ErrCorrupt, t.name, part, off)
+	if len(items) == 0 || first < off {
+		// The Log contract promises at least one item below Tail, at or
+		// after the offset asked for; returning instead of skipping avoids
+		// spinning on it.
+		return b, false, fmt.Errorf("%w: topic %q partition %d: storage returned %d items at offset %d for a read at %d below its tail",
+			ErrCorrupt, t.name, part, len(items), first, off)
 	}
-	c.next[j] = off + int64(len(items))
+	// The batch starts where the storage found its first item, which is
+	// past off where the storage leaves offsets unused (a packed stream's
+	// after each frame): the offsets between were never items, so
+	// delivering from first skips nothing.
+	c.next[j] = first + int64(len(items))
 	c.batch.valid, c.batch.part, c.batch.end = true, part, c.next[j]
-	return Batch[T]{Partition: part, Offset: off, Items: items}, true, nil
+	return Batch[T]{Partition: part, Offset: first, Items: items}, true, nil
 }
 
 // readShared is one Log.Read of partition part at off on shared storage:
@@ -505,11 +517,11 @@ func (c *PullConsumer[T]) readLocked(ctx context.Context) (b Batch[T], ok bool, 
 // whose ctx ends does not wait for a read stuck in an outage. (Storage one
 // process owns waits for nothing but memory or a mapped file and is read
 // under mu, see readLocked.)
-func (c *PullConsumer[T]) readShared(ctx context.Context, part int, off int64) ([]T, error) {
+func (c *PullConsumer[T]) readShared(ctx context.Context, part int, off int64) (int64, []T, error) {
 	c.io.RLock()
 	defer c.io.RUnlock()
 	if c.closed.Load() || c.topic.closed.Load() { // under io: see Close
-		return nil, ErrClosed
+		return off, nil, ErrClosed
 	}
 	rctx := c.ctx
 	if ctx.Done() != nil {
@@ -518,15 +530,15 @@ func (c *PullConsumer[T]) readShared(ctx context.Context, part int, off int64) (
 		defer context.AfterFunc(ctx, cancel)()
 		defer cancel()
 	}
-	items, err := c.topic.parts[part].log.Read(rctx, off, c.cfg.batchSize, c.buf)
+	first, items, err := c.topic.parts[part].log.Read(rctx, off, c.cfg.batchSize, c.buf)
 	switch {
 	case err == nil:
 	case c.ctx.Err() != nil:
-		return nil, ErrClosed
+		return off, nil, ErrClosed
 	case ctx.Err() != nil:
-		return nil, ctx.Err()
+		return off, nil, ctx.Err()
 	}
-	return items, err
+	return first, items, err
 }
 
 // Commit commits the last pulled batch. After an empty or cancelled pull it

@@ -81,6 +81,21 @@ func (e *ReadError) Error() string {
 // Unwrap returns the storage's error.
 func (e *ReadError) Unwrap() error { return e.Err }
 
+// CorruptOffset returns the offset of the damaged record that err (an
+// error matching ErrCorrupt) reports, when the storage says where it is:
+// a Read of storage that leaves offsets unused may find the damage past
+// the offset it was asked for (a packed JetStream read at the end of one
+// frame finding the next one damaged), and the consumer then steps past
+// the damaged record, not past the offset it asked for. The storage's
+// error says so with a method CorruptOffset() (int64, bool).
+func CorruptOffset(err error) (int64, bool) {
+	var d interface{ CorruptOffset() (int64, bool) }
+	if errors.As(err, &d) {
+		return d.CorruptOffset()
+	}
+	return 0, false
+}
+
 // PanicError is a panic of a push handler, recovered and turned into the
 // handler's error: it goes to OnError and the batch is treated as failed.
 type PanicError struct {

@@ -61,7 +61,7 @@ func (t *Topic[T]) recoverGroups() (used int64, err error) {
 				pt.min, first = g.commits[p], false
 			}
 		}
-		used += pt.log.Tail() - pt.min
+		used += pt.log.Count(pt.min, pt.log.Tail())
 	}
 	return used, nil
 }

@@ -44,7 +44,7 @@ func (t *Topic[T]) reportStorageFull(part int, waited time.Duration, reason erro
 // most n, most first: "billing: 5000 uncommitted (partition 0: commit 0,
 // tail 5000)", the partitions with the most of it first, at most 4.
 func (t *Topic[T]) holders(n int) []string {
-	type part struct{ p, commit, tail int64 }
+	type part struct{ p, commit, tail, n int64 }
 	type held struct {
 		name  string
 		total int64
@@ -57,9 +57,9 @@ func (t *Topic[T]) holders(n int) []string {
 		h := held{name: name}
 		for p, pt := range t.parts {
 			tail := pt.log.Tail()
-			if d := tail - g.commits[p]; d > 0 {
+			if d := pt.log.Count(g.commits[p], tail); d > 0 {
 				h.total += d
-				h.parts = append(h.parts, part{int64(p), g.commits[p], tail})
+				h.parts = append(h.parts, part{int64(p), g.commits[p], tail, d})
 			}
 		}
 		hs = append(hs, h)
@@ -69,7 +69,7 @@ func (t *Topic[T]) holders(n int) []string {
 	slices.SortFunc(hs, func(a, b held) int { return cmp.Or(cmp.Compare(b.total, a.total), cmp.Compare(a.name, b.name)) })
 	out := make([]string, 0, min(n, len(hs)))
 	for _, h := range hs[:min(n, len(hs))] {
-		slices.SortFunc(h.parts, func(a, b part) int { return cmp.Compare(b.tail-b.commit, a.tail-a.commit) })
+		slices.SortFunc(h.parts, func(a, b part) int { return cmp.Compare(b.n, a.n) })
 		s := fmt.Sprintf("%s: %d uncommitted", h.name, h.total)
 		for i, p := range h.parts[:min(4, len(h.parts))] {
 			sep := ", "

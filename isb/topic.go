@@ -235,7 +235,7 @@ func (t *Topic[T]) pending(group string, f func(p int, pending int64)) {
 		if g != nil {
 			from = g.commits[p]
 		}
-		f(p, pt.log.Tail()-from)
+		f(p, pt.log.Count(from, pt.log.Tail()))
 	}
 }
 
@@ -251,7 +251,7 @@ func (t *Topic[T]) Used() int64 {
 	defer t.unlockCommits()
 	var n int64
 	for _, pt := range t.parts {
-		n += pt.log.Tail() - pt.min
+		n += pt.log.Count(pt.min, pt.log.Tail())
 	}
 	return n
 }

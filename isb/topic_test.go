@@ -119,9 +119,9 @@ func (l faultyLog) AppendOne(item int) (isb.Write, error) {
 	return l.Log.AppendOne(item)
 }
 
-func (l faultyLog) Read(ctx context.Context, off int64, max int, buf []int) ([]int, error) {
+func (l faultyLog) Read(ctx context.Context, off int64, max int, buf []int) (int64, []int, error) {
 	if l.b.failRead.Load() {
-		return nil, errStorage
+		return off, nil, errStorage
 	}
 	return l.Log.Read(ctx, off, max, buf)
 }

@@ -40,10 +40,10 @@ func (l *stubLog) AppendOne(item int) (Write, error) { return l.Append([]int{ite
 func (l *stubLog) Watch(func())                      {}
 func (l *stubLog) Seal()                             {}
 
-func (l *stubLog) Read(_ context.Context, off int64, max int, buf []int) ([]int, error) {
+func (l *stubLog) Read(_ context.Context, off int64, max int, buf []int) (int64, []int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return buf[:copy(buf[:max], l.items[off:])], nil
+	return off, buf[:copy(buf[:max], l.items[off:])], nil
 }
 
 func (l *stubLog) Head() int64 { return 0 }
@@ -53,6 +53,8 @@ func (l *stubLog) Tail() int64 {
 	defer l.mu.Unlock()
 	return int64(len(l.items))
 }
+
+func (l *stubLog) Count(from, to int64) int64 { return to - from }
 
 func (l *stubLog) Commit(context.Context, string, int64) error { return nil }
 func (l *stubLog) Committed(string) (int64, bool, error)       { return 0, false, nil }

@@ -145,7 +145,7 @@ func (b *inputBuffer[T]) positions() []string {
 		}
 		for _, p := range c.Assigned() {
 			if off, err := c.Committed(p); err == nil {
-				out = append(out, fmt.Sprintf("%d: commit %d, %d after it", p, off, b.logs[p].Tail()-off))
+				out = append(out, fmt.Sprintf("%d: commit %d, %d after it", p, off, b.logs[p].Count(off, b.logs[p].Tail())))
 			}
 		}
 	}

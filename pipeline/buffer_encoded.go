@@ -107,13 +107,13 @@ func (l *encodedLog[T]) AppendOne(item vertex.Message[T]) (isb.Write, error) {
 	return l.Append([]vertex.Message[T]{item})
 }
 
-func (l *encodedLog[T]) Read(ctx context.Context, offset int64, max int, buf []vertex.Message[T]) ([]vertex.Message[T], error) {
+func (l *encodedLog[T]) Read(ctx context.Context, offset int64, max int, buf []vertex.Message[T]) (int64, []vertex.Message[T], error) {
 	l.readMu.Lock()
 	defer l.readMu.Unlock()
 	if cap(l.rbuf) < max {
 		l.rbuf = make([][]byte, max)
 	}
-	raw, err := l.raw.Read(ctx, offset, max, l.rbuf[:max])
+	first, raw, err := l.raw.Read(ctx, offset, max, l.rbuf[:max])
 	// Decoded in place: a caller may have set up buf's elements for the
 	// decode (the map's read-back gives each one a slot for its origin,
 	// see map_resume.go).
@@ -123,15 +123,16 @@ func (l *encodedLog[T]) Read(ctx context.Context, offset int64, max int, buf []v
 			// What decoded before it is delivered; the next read starts at
 			// the damaged record, which the consumer then steps over.
 			clear(raw)
-			return out[:i], &decodeError{partition: l.partition, offset: offset + int64(i), codec: l.codec.Name(), err: derr}
+			return first, out[:i], &decodeError{partition: l.partition, offset: first + int64(i), codec: l.codec.Name(), err: derr}
 		}
 	}
 	clear(raw)
-	return out, err
+	return first, out, err
 }
 
-func (l *encodedLog[T]) Head() int64 { return l.raw.Head() }
-func (l *encodedLog[T]) Tail() int64 { return l.raw.Tail() }
+func (l *encodedLog[T]) Head() int64                { return l.raw.Head() }
+func (l *encodedLog[T]) Tail() int64                { return l.raw.Tail() }
+func (l *encodedLog[T]) Count(from, to int64) int64 { return l.raw.Count(from, to) }
 func (l *encodedLog[T]) Commit(ctx context.Context, group string, offset int64) error {
 	return l.raw.Commit(ctx, group, offset)
 }

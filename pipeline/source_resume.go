@@ -215,12 +215,15 @@ func (b *inputBuffer[T]) readBack(log *zap.Logger, start []int64, prepare func([
 			// that could not hold them: what the writer wrote there it
 			// writes again.
 			log.Warn("records past the writer's saved anchor were removed before they could be read back",
-				zap.String("buffer", b.group), zap.Int("partition", p), zap.Int64("removed", head-from))
+				zap.String("buffer", b.group), zap.Int("partition", p), zap.Int64("removed", l.Count(from, head)))
 			from = head
 		}
 		for off := from; off < tail; {
-			got, err := l.Read(context.Background(), off, len(buf), buf)
+			first, got, err := l.Read(context.Background(), off, len(buf), buf)
 			if errors.Is(err, isb.ErrCorrupt) {
+				if at, ok := isb.CorruptOffset(err); ok && at > off {
+					off = at // damage past off: the offsets between hold nothing
+				}
 				off++
 				continue
 			}
@@ -237,14 +240,16 @@ func (b *inputBuffer[T]) readBack(log *zap.Logger, start []int64, prepare func([
 			if err != nil {
 				return fmt.Errorf("partition %d offset %d: %w", p, off, err)
 			}
+			// The batch starts at first, past off where the storage left
+			// offsets unused (a packed JetStream frame's end).
 			for k := range got {
 				if !got[k].HasTag(forwarder.ControlTag) {
-					if err := visit(p, off+int64(k), &got[k]); err != nil {
+					if err := visit(p, first+int64(k), &got[k]); err != nil {
 						return err
 					}
 				}
 			}
-			off += int64(len(got))
+			off = first + int64(len(got))
 		}
 	}
 	return nil

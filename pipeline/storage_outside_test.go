@@ -129,11 +129,11 @@ func TestEncodedBufferDamagedRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	buf := make([]vertex.Message[string], 3)
-	got, err := l.Read(context.Background(), 0, 3, buf)
+	_, got, err := l.Read(context.Background(), 0, 3, buf)
 	if !errors.Is(err, isb.ErrCorrupt) || len(got) != 1 || got[0].ID != "a" || !strings.Contains(err.Error(), "offset 1") {
 		t.Fatalf("Read = %d messages, %v; want message a, then a damaged record at offset 1", len(got), err)
 	}
-	got, err = l.Read(context.Background(), 2, 3, buf)
+	_, got, err = l.Read(context.Background(), 2, 3, buf)
 	if err != nil || len(got) != 1 || got[0].ID != "c" || got[0].Value != "z" {
 		t.Fatalf("Read after the damaged record = %v, %v; want message c", got, err)
 	}

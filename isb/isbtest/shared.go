@@ -384,18 +384,18 @@ func (l *sharedLog[T]) Seal() {
 	l.sealed = true
 }
 
-func (l *sharedLog[T]) Read(ctx context.Context, offset int64, max int, buf []T) ([]T, error) {
+func (l *sharedLog[T]) Read(ctx context.Context, offset int64, max int, buf []T) (int64, []T, error) {
 	s := l.b.s
 	if err := s.holdRead(ctx); err != nil {
-		return nil, err
+		return offset, nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	pt := l.part()
 	if offset < pt.head || offset >= pt.tail.Load() {
-		return nil, fmt.Errorf("%w: shared store: partition %d offset %d outside [%d, %d)", ErrOutOfRange, l.p, offset, pt.head, pt.tail.Load())
+		return offset, nil, fmt.Errorf("%w: shared store: partition %d offset %d outside [%d, %d)", ErrOutOfRange, l.p, offset, pt.head, pt.tail.Load())
 	}
-	return buf[:copy(buf[:max], pt.items[offset:])], nil
+	return offset, buf[:copy(buf[:max], pt.items[offset:])], nil
 }
 
 func (l *sharedLog[T]) Head() int64 {
@@ -406,6 +406,9 @@ func (l *sharedLog[T]) Head() int64 {
 }
 
 func (l *sharedLog[T]) Tail() int64 { return l.part().tail.Load() }
+
+// Count implements isb.Log: offsets are contiguous.
+func (l *sharedLog[T]) Count(from, to int64) int64 { return to - from }
 
 // Commit keeps the highest commit of group: a stale commit from one
 // process never moves back what another committed.

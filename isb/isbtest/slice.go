@@ -203,7 +203,12 @@ func (l *sliceLog[T]) Seal() { l.sealed.Store(true) }
 // Watch implements isb.Log: nobody else appends to the backend.
 func (l *sliceLog[T]) Watch(func()) {}
 
-func (l *sliceLog[T]) Read(_ context.Context, offset int64, max int, buf []T) ([]T, error) {
+func (l *sliceLog[T]) Read(_ context.Context, offset int64, max int, buf []T) (int64, []T, error) {
+	items, err := l.read(offset, max, buf)
+	return offset, items, err
+}
+
+func (l *sliceLog[T]) read(offset int64, max int, buf []T) ([]T, error) {
 	if err := l.closedErr("Read"); err != nil {
 		return nil, err
 	}
@@ -236,6 +241,9 @@ func (l *sliceLog[T]) Tail() int64 {
 	defer l.mu.Unlock()
 	return l.head + int64(len(l.items))
 }
+
+// Count implements isb.Log: offsets are contiguous.
+func (l *sliceLog[T]) Count(from, to int64) int64 { return to - from }
 
 func (l *sliceLog[T]) Commit(_ context.Context, group string, offset int64) error {
 	if err := l.closedErr("Commit"); err != nil {

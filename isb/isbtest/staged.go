@@ -177,11 +177,12 @@ func (l *stagedLog[T]) Complete(_ context.Context, last int64) (int64, error) {
 	return end - 1, nil
 }
 
-func (l *stagedLog[T]) Read(ctx context.Context, offset int64, max int, buf []T) ([]T, error) {
+func (l *stagedLog[T]) Read(ctx context.Context, offset int64, max int, buf []T) (int64, []T, error) {
 	return l.inner.Read(ctx, offset, max, buf)
 }
-func (l *stagedLog[T]) Head() int64 { return l.inner.Head() }
-func (l *stagedLog[T]) Tail() int64 { return l.inner.Tail() }
+func (l *stagedLog[T]) Head() int64                { return l.inner.Head() }
+func (l *stagedLog[T]) Tail() int64                { return l.inner.Tail() }
+func (l *stagedLog[T]) Count(from, to int64) int64 { return l.inner.Count(from, to) }
 func (l *stagedLog[T]) Commit(ctx context.Context, group string, offset int64) error {
 	return l.inner.Commit(ctx, group, offset)
 }

@@ -34,7 +34,7 @@ func TestSliceBackendStores(t *testing.T) {
 		t.Fatalf("AppendOne = %d, %v, tail %d; want 4, nil, 5", last, err, l.Tail())
 	}
 	buf := make([]string, 2)
-	if got, err := l.Read(ctx, 1, 2, buf); err != nil || !slices.Equal(got, []string{"b", "c"}) {
+	if _, got, err := l.Read(ctx, 1, 2, buf); err != nil || !slices.Equal(got, []string{"b", "c"}) {
 		t.Fatalf("Read(1, 2) = %v, %v", got, err)
 	}
 	if off, ok, err := l.Committed("g"); ok || off != 0 || err != nil {
@@ -46,7 +46,7 @@ func TestSliceBackendStores(t *testing.T) {
 	if err := l.Release(2); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := l.Read(ctx, 2, 2, buf); err != nil || !slices.Equal(got, []string{"c", "d"}) || l.Head() != 2 {
+	if _, got, err := l.Read(ctx, 2, 2, buf); err != nil || !slices.Equal(got, []string{"c", "d"}) || l.Head() != 2 {
 		t.Fatalf("Read(2, 2) after Release(2) = %v, %v, head %d", got, err, l.Head())
 	}
 	if gs, err := b.Groups(); err != nil || !slices.Equal(gs, []string{"g"}) {
@@ -103,9 +103,9 @@ func TestSliceBackendChecksContract(t *testing.T) {
 	}
 }
 
-func readErr(_ []int, err error) error       { return err }
-func appendErr(_ isb.Write, err error) error { return err }
-func openErr(_ isb.Caps, err error) error    { return err }
+func readErr(_ int64, _ []int, err error) error { return err }
+func appendErr(_ isb.Write, err error) error    { return err }
+func openErr(_ isb.Caps, err error) error       { return err }
 
 // appendWait waits the Write of an Append and returns its last offset.
 func appendWait(w isb.Write, err error) (last int64, _ error) {

@@ -31,6 +31,11 @@ import (
 // sequence of the first, so a retry after a lost acknowledgement is no
 // duplicate.
 //
+// On a packed stream (Packed) the items are cut into frames, at most
+// FrameItems items and FrameBytes bytes each, and every frame is one
+// message with one id: what is retried, deduplicated and acknowledged is
+// the frame, so a frame is stored whole or not at all, and once.
+//
 // The offsets of an append are in order but not necessarily contiguous:
 // appends of other goroutines and processes to the same stream interleave
 // with it, and a retry may store a message after a later write's. The
@@ -57,10 +62,14 @@ func (l *log[T]) Append(items []T) (isb.Write, error) {
 		return isb.Write{}, l.deletedErr("append")
 	case l.full(n):
 		return isb.Write{}, &StreamError{Stream: l.stream, Op: "append", Kind: isb.ErrFull,
-			Err: fmt.Errorf("%d messages uncommitted, usage limit %d", l.used(), l.b.cfg.usageLimit)}
+			Err: fmt.Errorf("%d items uncommitted, usage limit %d", l.used(), l.b.cfg.usageLimit)}
 	}
 	w := &write[T]{l: l, sc: scratches.Get().(*scratch)}
-	msgs, err := l.encode(w.sc, items)
+	encode := l.encode
+	if l.b.cfg.packed() {
+		encode = l.encodeFrames
+	}
+	msgs, err := encode(w.sc, items)
 	if err != nil {
 		scratches.Put(w.sc)
 		return isb.Write{}, err
@@ -86,21 +95,17 @@ type write[T any] struct {
 func (w *write[T]) Complete(ctx context.Context, _ int64) (int64, error) {
 	defer scratches.Put(w.sc)
 	l := w.l
-	last, err := l.complete(ctx, w)
+	end, err := l.complete(ctx, w)
 	if err != nil {
 		return -1, err
 	}
-	l.raiseTail(last)
+	l.raiseTail(end)
 	// Announce the new tail to the other processes' topics (core NATS: no
 	// round trip, and a lost announcement only delays their wake-up to
-	// the next refresh).
-	l.b.nc.Publish(l.b.names.announce(l.p), strconv.AppendInt(nil, last, 10))
-	return last - 1, nil // offset = sequence - 1
-}
-
-func (l *log[T]) used() int64 {
-	low, _ := l.lowest(false)
-	return l.tail.Load() - low
+	// the next refresh), with the frames stored and their counts for
+	// their usage (see onAnnounce).
+	l.b.nc.Publish(l.b.names.announce(l.p), w.sc.announce)
+	return end - 1, nil // the offset of the last item
 }
 
 // scratch is an append's messages, kept for the next append once its
@@ -111,6 +116,12 @@ type scratch struct {
 	ends []int
 	msgs []nats.Msg
 	ptrs []*nats.Msg
+	// Packed: the items of the frame being cut, and each message's count
+	// of items (nil when unpacked: one each).
+	items  []byte
+	counts []int
+	// announce is the announcement of the completed write (onAnnounce).
+	announce []byte
 }
 
 var scratches = sync.Pool{New: func() any { return new(scratch) }}
@@ -128,6 +139,13 @@ func (l *log[T]) encode(sc *scratch, items []T) ([]*nats.Msg, error) {
 		ends[i] = len(buf)
 	}
 	sc.buf, sc.ends = buf, ends
+	sc.counts = sc.counts[:0]
+	return l.messages(sc, n), nil
+}
+
+// messages makes the n messages of sc, whose payloads are sc.buf cut at
+// sc.ends, each with its own message id.
+func (l *log[T]) messages(sc *scratch, n int) []*nats.Msg {
 	if cap(sc.msgs) < n {
 		sc.msgs = make([]nats.Msg, n)
 		sc.ptrs = make([]*nats.Msg, n)
@@ -136,7 +154,7 @@ func (l *log[T]) encode(sc *scratch, items []T) ([]*nats.Msg, error) {
 	prefix := l.b.id + "." + strconv.Itoa(l.p) + "."
 	first := l.seq.Add(uint64(n)) - uint64(n)
 	start := 0
-	for i := range items {
+	for i := range n {
 		m := &msgs[i]
 		id := prefix + strconv.FormatUint(first+uint64(i), 10)
 		if v := m.Header[natsjs.MsgIDHeader]; len(v) == 1 {
@@ -144,21 +162,66 @@ func (l *log[T]) encode(sc *scratch, items []T) ([]*nats.Msg, error) {
 		} else {
 			m.Header = nats.Header{natsjs.MsgIDHeader: []string{id}}
 		}
-		m.Subject, m.Data = l.stream, buf[start:ends[i]:ends[i]]
+		end := sc.ends[i]
+		m.Subject, m.Data = l.stream, sc.buf[start:end:end]
 		ptrs[i] = m
-		start = ends[i]
+		start = end
 	}
-	return ptrs, nil
+	return ptrs
+}
+
+// encodeFrames cuts items into frames (at FrameItems items and FrameBytes
+// bytes) and makes a message of each.
+func (l *log[T]) encodeFrames(sc *scratch, items []T) ([]*nats.Msg, error) {
+	cfg := &l.b.cfg
+	buf, ends, counts := sc.buf[:0], sc.ends[:0], sc.counts[:0]
+	payload := sc.items[:0] // the encoded items of the frame being cut
+	var lens []int          // their ends in payload
+	lensBytes := 0          // the size of their lengths as uvarints
+	cut := func() {
+		buf = appendFrame(buf, payload, lens)
+		ends, counts = append(ends, len(buf)), append(counts, len(lens))
+	}
+	for i, it := range items {
+		before := len(payload)
+		var err error
+		if payload, err = cfg.codec.Append(payload, it); err != nil {
+			return nil, &StreamError{Stream: l.stream, Op: "append", Err: fmt.Errorf("item %d of the batch: %w", i, err)}
+		}
+		size := len(payload) - before
+		if len(lens) > 0 && (len(lens) == cfg.frameItems ||
+			frameSize(len(payload), lensBytes+uvarintLen(uint64(size)), len(lens)+1) > cfg.frameBytes) {
+			// Item i opens the next frame.
+			payload = payload[:before]
+			cut()
+			payload = append(payload[:0], payload[before:before+size]...)
+			lens, lensBytes = lens[:0], 0
+		}
+		lens = append(lens, len(payload))
+		lensBytes += uvarintLen(uint64(size))
+	}
+	cut()
+	sc.buf, sc.ends, sc.counts, sc.items = buf, ends, counts, payload
+	return l.messages(sc, len(ends)), nil
 }
 
 // complete waits for w's first round and sends what failed again until
-// every message is stored, as the package doc says, and returns the
-// highest sequence they were stored at.
+// every message is stored, as the package doc says, and returns the end
+// of the highest message stored (the offset after its last item). It
+// records what a packed stream's usage needs (each frame's count) and
+// prepares the write's announcement.
 func (l *log[T]) complete(ctx context.Context, w *write[T]) (int64, error) {
 	deadline := time.Now().Add(l.b.cfg.retryTimeout)
-	var last uint64
+	var end int64
 	stored := 0
 	pending := w.msgs
+	index := make([]int, len(pending)) // pending[k] is w.msgs[index[k]]
+	for k := range index {
+		index[k] = k
+	}
+	counts := w.sc.counts
+	packed := len(counts) > 0
+	ann := w.sc.announce[:0]
 	id, r := w.id, w.r
 	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
 		res, err := l.b.pub.await(l.ctx, id, r, l.b.cfg.ackTimeout)
@@ -166,19 +229,30 @@ func (l *log[T]) complete(ctx context.Context, w *write[T]) (int64, error) {
 			return 0, isb.ErrClosed // sealed: the topic is closing
 		}
 		var failed []*nats.Msg
+		var failedIndex []int
 		var lastErr error
 		allFull := true
-		for i, r := range res {
+		for k, r := range res {
 			if r.err == nil {
-				last = max(last, r.seq)
+				n := 1
+				if packed {
+					n = counts[index[k]]
+					l.frames.learn(r.seq, n)
+					ann = append(strconv.AppendUint(append(ann, ' '), r.seq, 10), ' ')
+					ann = strconv.AppendInt(ann, int64(n), 10)
+				}
+				end = max(end, join(r.seq, n, l.shift))
 				stored++
 				continue
 			}
-			failed, lastErr = append(failed, pending[i]), r.err
+			failed, failedIndex, lastErr = append(failed, pending[k]), append(failedIndex, index[k]), r.err
 			allFull = allFull && storageFull(r.err)
 		}
 		if len(failed) == 0 {
-			return int64(last), nil
+			// The announcement: the new tail, then each frame stored and
+			// its count.
+			w.sc.announce = append(strconv.AppendInt(ann[:0:0], end, 10), ann...)
+			return end, nil
 		}
 		l.b.cfg.failed("publish", lastErr)
 		if errors.Is(lastErr, nats.ErrNoResponders) && l.checkDeleted() {
@@ -207,7 +281,7 @@ func (l *log[T]) complete(ctx context.Context, w *write[T]) (int64, error) {
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
-		pending = failed
+		pending, index = failed, failedIndex
 		id, r = l.b.pub.send(l.ctx, pending)
 	}
 }

@@ -100,6 +100,10 @@ func NewTopic[T any](nc *nats.Conn, name string, opts ...Option) (*isb.Topic[T],
 	return t, nil
 }
 
+// frameHeadroom is what a frame leaves of the server's max payload for
+// the message's headers (its Nats-Msg-Id) and subject.
+const frameHeadroom = 1024
+
 // ErrOpened is returned by a second Open of a Backend.
 var ErrOpened = errors.New("jetstream: backend already opened")
 
@@ -145,23 +149,32 @@ func (b *Backend[T]) openTopic(topic string, partitions int) error {
 }
 
 func (b *Backend[T]) open(partitions int) error {
-	for p := range partitions {
-		ctx, cancel := context.WithTimeout(b.ctx, b.cfg.requestTimeout)
-		s, err := b.ensureStream(ctx, p, partitions)
-		cancel()
-		if err != nil {
-			return err
-		}
-		b.parts = append(b.parts, newLog(b, p, s))
-	}
-	if err := b.openBuckets(); err != nil {
-		return err
+	// A frame and its headers must fit in one message of the server.
+	if mp := int(b.nc.MaxPayload()); mp > 0 {
+		b.cfg.frameBytes = max(minFrameBytes, min(b.cfg.frameBytes, mp-frameHeadroom))
 	}
 	var err error
+	// The reader first: opening a packed stream reads its last frame.
 	if b.direct, err = newDirectReader(b.nc); err != nil {
 		return err
 	}
 	b.wg.Go(b.direct.watchReconnects)
+	for p := range partitions {
+		ctx, cancel := context.WithTimeout(b.ctx, b.cfg.requestTimeout)
+		s, err := b.ensureStream(ctx, p, partitions)
+		var l *log[T]
+		if err == nil {
+			l, err = newLog(ctx, b, p, s)
+		}
+		cancel()
+		if err != nil {
+			return err
+		}
+		b.parts = append(b.parts, l)
+	}
+	if err := b.openBuckets(); err != nil {
+		return err
+	}
 	if b.pub, err = newPublisher(b.nc, b.cfg.maxOutstanding); err != nil {
 		return err
 	}

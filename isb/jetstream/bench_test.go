@@ -188,7 +188,7 @@ func BenchmarkReadPath(b *testing.B) {
 		defer r.close()
 		b.ResetTimer()
 		for seq := uint64(1); seq <= uint64(b.N); {
-			end, err := r.get(e.ctx, s, seq, min(benchBatch, b.N-int(seq)+1), false)
+			end, err := r.get(e.ctx, s, seq, min(benchBatch, b.N-int(seq)+1), false, 0)
 			if err != nil || end.status != "204" || end.last != seq+uint64(len(end.msgs))-1 {
 				b.Fatalf("direct get at %d: %d messages to %d, status %q, %v", seq, len(end.msgs), end.last, end.status, err)
 			}

@@ -50,3 +50,10 @@ func TestClusterSharedSuite(t *testing.T) {
 	c := natstest.StartCluster(t, 3)
 	isbtest.RunShared(t, sharedOn(func() *nats.Conn { return c.Connect() }, jetstream.Replicas(3)))
 }
+
+// The suites on packed streams of the same cluster.
+func TestClusterPackedSuite(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	isbtest.RunStorage(t, packedOn(c.Connect(), jetstream.Replicas(3)))
+	isbtest.RunShared(t, packedSharedOn(func() *nats.Conn { return c.Connect() }, jetstream.Replicas(3)))
+}

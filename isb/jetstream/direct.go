@@ -123,16 +123,19 @@ func (r *directReader) handle(m *nats.Msg) {
 }
 
 type directGetRequest struct {
-	Seq   uint64 `json:"seq"`
-	Batch int    `json:"batch"`
-	NoHdr bool   `json:"no_hdr"`
+	Seq      uint64 `json:"seq"`
+	Batch    int    `json:"batch"`
+	MaxBytes int    `json:"max_bytes,omitempty"`
+	NoHdr    bool   `json:"no_hdr"`
 }
 
-// get asks stream for up to n messages from seq and waits for the end of
-// the batch or for ctx. With headers the messages carry them, among them
-// Nats-Sequence (the slow path that finds a gap).
-func (r *directReader) get(ctx context.Context, stream string, seq uint64, n int, headers bool) (batchEnd, error) {
-	body, err := json.Marshal(directGetRequest{Seq: seq, Batch: n, NoHdr: !headers})
+// get asks stream for up to n messages from seq (and, unless maxBytes is
+// 0, about maxBytes: the server stops after the message that reaches it)
+// and waits for the end of the batch or for ctx. With headers the
+// messages carry them, among them Nats-Sequence (the slow path that finds
+// a gap).
+func (r *directReader) get(ctx context.Context, stream string, seq uint64, n int, headers bool, maxBytes int) (batchEnd, error) {
+	body, err := json.Marshal(directGetRequest{Seq: seq, Batch: n, MaxBytes: maxBytes, NoHdr: !headers})
 	if err != nil {
 		return batchEnd{}, err
 	}

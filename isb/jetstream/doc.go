@@ -16,7 +16,7 @@
 //
 //	stream {prefix}{topic}-{p}            one per partition; its only subject is its name;
 //	                                      Limits retention, DiscardNew, AllowDirect;
-//	                                      metadata runnel.format, .partitions, .codec, .type
+//	                                      metadata runnel.format (1, or 2 packed), .partitions, .codec, .type
 //	bucket {Bucket}                       key {prefix}{topic}.{p}.{group} = the group's commit (decimal)
 //	bucket {Bucket}-claims (TTL ClaimTTL) key {prefix}{topic}.{p}.{group} = the id of the claiming backend
 //	subject runnel.isb.{prefix}{topic}.{p} core NATS: the last sequence after each append
@@ -26,9 +26,80 @@
 // (isb/codec, JSON unless WithCodec says otherwise, as in isb/mmap; a
 // pipeline stores its envelope codec there), with a Nats-Msg-Id header
 // {backend id}.{p}.{n}. The offset of a message is its stream sequence
-// minus 1. A stream that exists with settings other than these (another
-// partition count, codec, element type, limits, DiscardOld, a stream not
-// made by this package) is refused with a *MismatchError.
+// minus 1. On a packed stream (Packed, below) a message is a frame of
+// items instead. A stream that exists with settings other than these
+// (another partition count, codec, element type, format, limits,
+// DiscardOld, a stream not made by this package) is refused with a
+// *MismatchError.
+//
+// # Packed streams
+//
+// The server's cost per stored message is what bounds a stream: a CPU
+// profile of a pipeline on an unpacked buffer showed the embedded server
+// storing messages in 62% of the CPU, and in one run on this machine an
+// async publish of single messages stored 50-84K per second where frames
+// of 500 items stored 1.8-3.3M items per second (docs/benchmarks.md,
+// "Packed appends"). With Packed, an append becomes one message per frame
+// of up to FrameItems items (65,536 at most) and FrameBytes bytes (1 MiB,
+// at most the server's max_payload less 1 KiB for headers), with one
+// Nats-Msg-Id per frame: the server stores, acknowledges and deduplicates
+// a frame as it did one item, so a frame is stored whole, once, or not.
+// A frame is the payload of its message:
+//
+//	+---------+-----------+-------------------------+--------------------+----------------+
+//	| version | count n   | length of item 0 .. n-1 | item 0 .. item n-1 | CRC-32C        |
+//	| 1 byte  | uvarint   | n uvarints              | the codec's bytes, | 4 bytes, big-  |
+//	| (1)     | 1..65,536 |                         | back to back       | endian, of all |
+//	|         |           |                         |                    | bytes before   |
+//	+---------+-----------+-------------------------+--------------------+----------------+
+//
+// The lengths come first so that a read reaches item i by adding i
+// lengths, without decoding the items before it (a consumer whose batch
+// is smaller than the frame reads it in several Reads). The checksum
+// covers everything: a message published by something else, cut short or
+// of another version is one damaged record, never read as wrong items.
+//
+// Offsets. The offset of item i of the frame at sequence s is
+// (s-1)<<16 + i: strictly increasing, contiguous inside a frame, and
+// unused from the end of a frame ((s-1)<<16 + n) to the next frame's first
+// offset (s<<16). A Read therefore returns the items of one frame from the
+// index its offset names, and says where they start (isb.Log.Read returns
+// that offset); a read at or past the end of a frame moves to the next
+// message. Offsets cannot be contiguous across frames: a frame's first
+// offset would have to count the items of every frame before it, which a
+// writer cannot know before the server orders its publish among those of
+// other processes (an expected-last-sequence publish would serialize every
+// writer of a partition). The tail is the end of the last frame (the
+// offset after its last item), learned from this process's appends,
+// other processes' announcements (which carry it), reads, and on Open and
+// each refresh from a direct get of the stream's last message when its
+// sequence is past what this process knows: "everything read" is still
+// commit == tail. Retention deletes whole frames, below the frame holding
+// the lowest commit.
+//
+// Counting. An offset difference is not a count of items on a packed
+// stream: the usage limit and isb.Log.Count (Topic.Pending and Used) count
+// the items of the frames between, from their counts as this process
+// learns them (its own acknowledgements, the frame lists of other
+// processes' announcements, reads, the last frame); a frame whose count
+// is not known counts as one item, the least it holds. So UsageLimit keeps
+// its meaning, a share of MaxMsgs in items, while MaxMsgs and MaxBytes
+// are what the server counts, messages (frames) and bytes: since a frame
+// holds at least one item, the usage limit is reached first.
+//
+// Damage. A frame that does not parse holds one offset, its first: a
+// Read there is a *DecodeError (matching isb.ErrCorrupt and ErrFrame), the
+// consumer's Skip steps past it and the next read moves to the next
+// message; a missing message is an ErrGap at its first offset, stepped
+// past the same way. Both errors say where they are (isb.CorruptOffset),
+// since a read at the end of one frame may find the next one damaged. An
+// item of a good frame that the codec refuses is a *DecodeError at its
+// own offset, as on an unpacked stream.
+//
+// A stream records its format (runnel.format 1 unpacked, 2 packed): a
+// backend of the other format is refused with a *MismatchError naming the
+// stream and "format". Packing is an option here, so that streams made
+// before it keep opening; pipeline/jsstorage packs by default.
 //
 // # Delivery positions: the client owns them
 //
@@ -41,9 +112,10 @@
 // computes. Client-owned positions: the reader asks for messages by
 // sequence, the group's commit is kept in the server, and nothing is ever
 // redelivered behind the reader's back; the forwarder's assumption of
-// strictly increasing, contiguous offsets per partition holds (offsets are
-// contiguous while no message is deleted inside the stream, which only an
-// operator does: see ErrGap).
+// strictly increasing offsets per partition holds (on an unpacked stream
+// they are contiguous while no message is deleted inside the stream, which
+// only an operator does: see ErrGap; a packed stream's jump from one frame
+// to the next).
 //
 // Measured on the embedded server (docs/benchmarks.md has the runs), the
 // read paths rank, fastest first: direct gets in batches without headers
@@ -86,7 +158,10 @@
 // A read is one batched direct get without headers (direct.go): the end
 // of the batch carries the last sequence sent, so k messages from s are
 // contiguous exactly when it is s+k-1; otherwise the read is made again
-// with headers to find the missing message. A message that does not
+// with headers to find the missing message. The messages a read fetched
+// past what it returns (a packed read returns one frame; a fetch brings
+// up to 1 MiB of them) serve the next read at the next sequence without a
+// round trip. A message that does not
 // decode is a *DecodeError matching isb.ErrCorrupt, a missing one a
 // *StreamError of kind ErrGap (also isb.ErrCorrupt): the consumer steps
 // past either with Skip, so no partition is ever stuck on one message.

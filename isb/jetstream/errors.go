@@ -33,6 +33,8 @@ type StreamError struct {
 	Op     string // "open", "append", "read", "commit", ...
 	Kind   error  // one of the sentinels above, isb.ErrFull, isb.ErrClosed, or nil
 	Err    error  // the cause, from nats.go or the server
+	// Offset is the first offset of the missing message of an ErrGap.
+	Offset int64
 }
 
 // Error names the stream, the operation, the kind and the cause.
@@ -60,6 +62,10 @@ func (e *StreamError) Unwrap() []error {
 
 // Is makes a gap match isb.ErrCorrupt.
 func (e *StreamError) Is(target error) bool { return target == isb.ErrCorrupt && e.Kind == ErrGap }
+
+// CorruptOffset is where a gap is (see isb.CorruptOffset): on a packed
+// stream a read at the end of one frame may find the next one missing.
+func (e *StreamError) CorruptOffset() (int64, bool) { return e.Offset, e.Kind == ErrGap }
 
 // MismatchError reports a stream that exists with a setting other than
 // the one this backend asks for: another partition count, codec or element
@@ -101,3 +107,7 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 
 // Is makes errors.Is(err, isb.ErrCorrupt) true.
 func (e *DecodeError) Is(target error) bool { return target == isb.ErrCorrupt }
+
+// CorruptOffset is Offset (see isb.CorruptOffset): on a packed stream a
+// read at the end of one frame may find the next one damaged.
+func (e *DecodeError) CorruptOffset() (int64, bool) { return e.Offset, true }

@@ -15,7 +15,8 @@ import (
 	"github.com/runnel-dev/runnel/isb"
 )
 
-// log is one partition: one stream, offsets = stream sequence - 1.
+// log is one partition: one stream, offsets = stream sequence - 1, or on
+// a packed stream (sequence-1)<<16 | index of the item in its frame.
 //
 // What the process knows of the stream (head, tail, every group's commit)
 // is kept here and moves forward only: own appends and reads, the
@@ -26,6 +27,7 @@ type log[T any] struct {
 	b      *Backend[T]
 	p      int
 	stream string
+	shift  uint // b.cfg.shift: offset = (sequence-1)<<shift | index
 
 	head atomic.Int64
 	tail atomic.Int64
@@ -42,8 +44,14 @@ type log[T any] struct {
 	cmu     sync.Mutex
 	commits map[string]entry
 
+	// frames counts the items of a packed stream's frames (usage.go);
+	// ahead keeps the messages a read fetched past what it returned
+	// (read.go).
+	frames frameIndex
+	ahead  readAhead
+
 	s        natsjs.Stream
-	purged   int64        // below it retention deleted (refresher only)
+	purged   uint64       // below this sequence retention deleted (refresher only)
 	released atomic.Int64 // the highest offset Release was given
 
 	// seal: appends hold smu for reading; Seal cancels ctx (ending the
@@ -54,21 +62,45 @@ type log[T any] struct {
 	cancel context.CancelFunc
 }
 
-func newLog[T any](b *Backend[T], p int, s natsjs.Stream) *log[T] {
-	l := &log[T]{b: b, p: p, stream: b.names.stream(p), s: s, commits: make(map[string]entry)}
+func newLog[T any](ctx context.Context, b *Backend[T], p int, s natsjs.Stream) (*log[T], error) {
+	l := &log[T]{b: b, p: p, stream: b.names.stream(p), shift: b.cfg.shift, s: s, commits: make(map[string]entry)}
 	l.ctx, l.cancel = context.WithCancel(b.ctx)
-	l.observe(s.CachedInfo().State)
-	return l
+	if err := l.observe(ctx, s.CachedInfo().State); err != nil {
+		l.cancel()
+		return nil, streamErr(l.stream, "open", err)
+	}
+	return l, nil
 }
 
-// observe raises head and tail to a stream state read from the server,
-// and reports whether the tail moved.
-func (l *log[T]) observe(st natsjs.StreamState) bool {
-	moved := l.raiseTail(int64(st.LastSeq))
+// observe raises head and tail to a stream state read from the server.
+// On a packed stream the tail is the end of the last frame, whose count
+// it reads (one direct get) when the stream's last sequence is past what
+// this process knows.
+func (l *log[T]) observe(ctx context.Context, st natsjs.StreamState) error {
 	if st.FirstSeq > 0 {
-		raise(&l.head, int64(st.FirstSeq)-1)
+		raise(&l.head, join(st.FirstSeq, 0, l.shift))
 	}
-	return moved
+	if st.LastSeq == 0 {
+		return nil
+	}
+	if !l.b.cfg.packed() {
+		l.raiseTail(int64(st.LastSeq))
+		return nil
+	}
+	if t := l.tail.Load(); t > 0 {
+		if known, _ := split(t-1, l.shift); known >= st.LastSeq {
+			return nil
+		}
+	}
+	n, err := l.lastCount(ctx, st.LastSeq)
+	if err != nil {
+		return err
+	}
+	// A count not known (a replica behind answered) is at least one item:
+	// the tail is then a lower bound, raised to the frame's end when a
+	// read parses it.
+	l.raiseTail(join(st.LastSeq, max(n, 1), l.shift))
+	return nil
 }
 
 // raise sets v to at least x and reports whether it changed.
@@ -117,6 +149,16 @@ func (l *log[T]) Head() int64 {
 // Tail is the offset after the last message known to be stored.
 func (l *log[T]) Tail() int64 { return l.tail.Load() }
 
+// Count is how many items lie in [from, to): an offset difference on an
+// unpacked stream, the frames' counts on a packed one, as this process
+// knows them (a frame not known yet counts as one item).
+func (l *log[T]) Count(from, to int64) int64 {
+	if !l.b.cfg.packed() || to <= from {
+		return to - from
+	}
+	return l.frames.count(from, to, l.shift)
+}
+
 // markDeleted records that the stream is gone. Readers must learn it, but
 // a Pull only reads a partition whose tail is past its position, so the
 // tail moves one past what was stored: the next Read reports
@@ -160,14 +202,25 @@ func (l *log[T]) lowest(holds bool) (int64, bool) {
 	return low, true
 }
 
-// full reports whether n more messages would take the partition past its
+// full reports whether n more items would take the partition past its
 // usage limit: uncommitted by the slowest group (or retained, without a
 // group) as this process knows it. A batch larger than the limit fits an
 // empty partition only.
 func (l *log[T]) full(n int) bool {
-	low, _ := l.lowest(false)
-	used := l.tail.Load() - low
+	used := l.used()
 	return used > 0 && used+int64(n) > l.b.cfg.usageLimit
+}
+
+// used is how many items the slowest group has not committed (or are
+// retained, without a group), as this process knows it: an offset
+// difference on an unpacked stream, the frames' counts on a packed one.
+func (l *log[T]) used() int64 {
+	low, _ := l.lowest(false)
+	tail := l.tail.Load()
+	if !l.b.cfg.packed() {
+		return tail - low
+	}
+	return l.frames.used(low, tail, l.shift)
 }
 
 // entry is what this process knows of one group's key of the partition.
@@ -366,7 +419,9 @@ func (l *log[T]) Release(offset int64) error {
 	// Kick the refresher once an eighth of MaxMsgs can go: the stream's
 	// own limit counts what is retained, so retention must keep up with
 	// the consumers, not wait for the next refresh.
-	if raise(&l.released, offset) && offset-l.head.Load() >= max(1, l.b.cfg.maxMsgs/8) {
+	rel, _ := split(offset, l.shift)
+	head, _ := split(l.head.Load(), l.shift)
+	if raise(&l.released, offset) && rel-head >= uint64(max(1, l.b.cfg.maxMsgs/8)) {
 		select {
 		case l.b.kick <- struct{}{}:
 		default:

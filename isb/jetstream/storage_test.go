@@ -77,3 +77,36 @@ func sharedOn(connect func() *nats.Conn, opts ...jetstream.Option) isbtest.Share
 		}}
 	}
 }
+
+// The same suites on packed streams: every append is one message per
+// frame, offsets jump from one frame to the next, and the suites check
+// the same contents, order and exactly-once delivery.
+func TestPackedSuite(t *testing.T) {
+	srv := natstest.Start(t)
+	isbtest.RunStorage(t, packedOn(srv.Connect()))
+}
+
+func TestPackedSharedSuite(t *testing.T) {
+	srv := natstest.Start(t)
+	isbtest.RunShared(t, packedSharedOn(func() *nats.Conn { return srv.Connect() }))
+}
+
+// packedOn is storageOn with packed streams, whose offsets are sparse.
+func packedOn(nc *nats.Conn, opts ...jetstream.Option) isbtest.StorageFactory {
+	f := storageOn(nc, append(opts, jetstream.Packed())...)
+	return func(t testing.TB) isbtest.Storage {
+		s := f(t)
+		s.Sparse = true
+		return s
+	}
+}
+
+// packedSharedOn is sharedOn with packed streams.
+func packedSharedOn(connect func() *nats.Conn, opts ...jetstream.Option) isbtest.SharedFactory {
+	f := sharedOn(connect, append(opts, jetstream.Packed())...)
+	return func(t testing.TB, limit int64) isbtest.SharedStorage {
+		s := f(t, limit)
+		s.Sparse = true
+		return s
+	}
+}

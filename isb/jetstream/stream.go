@@ -14,9 +14,21 @@ import (
 	"github.com/runnel-dev/runnel/isb"
 )
 
-// formatVersion is the version of what a stream holds: each message's
-// payload is the codec's encoding of one item, nothing else.
-const formatVersion = "1"
+// The versions of what a stream holds, its runnel.format: each message's
+// payload is the codec's encoding of one item, nothing else (unpacked), or
+// a frame of items (packed, frame.go).
+const (
+	formatVersion       = "1"
+	formatVersionPacked = "2"
+)
+
+// format is the runnel.format of the backend's streams.
+func (c *config[T]) format() string {
+	if c.packed() {
+		return formatVersionPacked
+	}
+	return formatVersion
+}
 
 // Metadata keys a stream records when this package creates it.
 const (
@@ -55,7 +67,7 @@ func (b *Backend[T]) streamConfig(p, partitions int) natsjs.StreamConfig {
 		Duplicates:  b.cfg.duplicates,
 		AllowDirect: true,
 		Metadata: map[string]string{
-			metaFormat:     formatVersion,
+			metaFormat:     b.cfg.format(),
 			metaPartitions: strconv.Itoa(partitions),
 			metaCodec:      b.cfg.codec.Name(),
 			metaType:       typeName[T](),

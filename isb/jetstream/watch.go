@@ -14,8 +14,10 @@ import (
 
 // What other processes do, and how this one learns it.
 //
-//   - Appends: every append announces the stream's new last sequence on a
-//     core subject (one small message per append call, not per item);
+//   - Appends: every append announces the stream's new tail (the offset
+//     after its last item) on a core subject, one small message per
+//     append call, not per item, followed on a packed stream by the
+//     sequence and item count of each frame it stored (for the usage);
 //     the announcement raises the tail here and wakes the topic's blocked
 //     Pulls. Reads learn the tail too (a batch's end says how many
 //     messages follow it), and so does the refresh, which also covers
@@ -29,15 +31,30 @@ import (
 //     every group has committed, and finds a stream deleted under the
 //     topic.
 
-// onAnnounce handles an announcement runnel.isb.{base}.{p} of a tail.
+// onAnnounce handles an announcement runnel.isb.{base}.{p} of a tail:
+// "{tail}", or on a packed stream "{tail} {seq} {count} {seq} {count}...".
 func (b *Backend[T]) onAnnounce(m *nats.Msg) {
 	i := strings.LastIndexByte(m.Subject, '.')
 	p, err := strconv.Atoi(m.Subject[i+1:])
 	if err != nil || p < 0 || p >= len(b.parts) {
 		return
 	}
-	if tail, err := strconv.ParseInt(string(m.Data), 10, 64); err == nil {
-		b.parts[p].raiseTail(tail)
+	l := b.parts[p]
+	fields := strings.Fields(string(m.Data))
+	if len(fields) == 0 {
+		return
+	}
+	if b.cfg.packed() {
+		for k := 1; k+1 < len(fields); k += 2 {
+			seq, err1 := strconv.ParseUint(fields[k], 10, 64)
+			n, err2 := strconv.Atoi(fields[k+1])
+			if err1 == nil && err2 == nil && seq > 0 && n > 0 && n <= MaxFrameItems {
+				l.frames.learn(seq, n)
+			}
+		}
+	}
+	if tail, err := strconv.ParseInt(fields[0], 10, 64); err == nil {
+		l.raiseTail(tail)
 	}
 }
 
@@ -142,7 +159,9 @@ func (l *log[T]) refresh() {
 	info, err := l.s.Info(ctx)
 	switch {
 	case err == nil:
-		l.observe(info.State)
+		if err := l.observe(ctx, info.State); err != nil && l.ctx.Err() == nil {
+			l.b.cfg.log.Debug("jetstream: refresh of the last frame failed", zap.String("stream", l.stream), zap.Error(err))
+		}
 		l.retainCtx(ctx)
 	case errors.Is(err, natsjs.ErrStreamNotFound):
 		l.markDeleted()
@@ -161,18 +180,22 @@ func (l *log[T]) retain() {
 	l.retainCtx(ctx)
 }
 
+// On a packed stream only whole frames are deleted: the frame holding the
+// lowest commit stays, also when the commit is its end (its count is not
+// always known here); it goes with the next frame's first commit.
 func (l *log[T]) retainCtx(ctx context.Context) {
 	low, ok := l.low()
 	to := min(low, l.released.Load())
-	if !ok || to <= l.purged || to <= l.head.Load() {
+	seq, _ := split(to, l.shift) // the first message kept
+	if !ok || seq <= l.purged || join(seq, 0, l.shift) <= l.head.Load() {
 		return
 	}
-	if err := l.s.Purge(ctx, natsjs.WithPurgeSequence(uint64(to)+1)); err != nil {
+	if err := l.s.Purge(ctx, natsjs.WithPurgeSequence(seq)); err != nil {
 		if errors.Is(err, natsjs.ErrStreamNotFound) {
 			l.markDeleted()
 		}
 		return
 	}
-	l.purged = to
-	raise(&l.head, to)
+	l.purged = seq
+	raise(&l.head, join(seq, 0, l.shift))
 }

@@ -184,7 +184,13 @@ func (l *Log[T]) grow(old *ring[T], num int64) *ring[T] {
 //
 // Cost: one division and six atomic loads (closed, tail word, head, ring,
 // slot, segment base), whatever the number of segments; no lock, no allocation.
-func (l *Log[T]) Read(_ context.Context, offset int64, max int, _ []T) ([]T, error) {
+func (l *Log[T]) Read(_ context.Context, offset int64, max int, _ []T) (int64, []T, error) {
+	items, err := l.read(offset, max)
+	return offset, items, err
+}
+
+// read is Read: memory offsets are contiguous, so its items are at offset.
+func (l *Log[T]) read(offset int64, max int) ([]T, error) {
 	if l.closed.Load() {
 		return nil, l.closedError()
 	}
@@ -218,6 +224,9 @@ func (l *Log[T]) Head() int64 { return l.head.Load() }
 
 // Tail is the offset the next Append will use.
 func (l *Log[T]) Tail() int64 { return l.tl.tail() }
+
+// Count is to-from: memory offsets are contiguous.
+func (l *Log[T]) Count(from, to int64) int64 { return to - from }
 
 // Commit records, in memory, that group has consumed every offset below
 // offset (0 <= offset <= Tail()). Commits never move backwards: a lower

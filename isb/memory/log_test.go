@@ -173,20 +173,20 @@ func TestAppendReadAcrossSegments(t *testing.T) {
 		{18, 100, []int{18, 19}},
 		{19, 5, []int{19}},
 	} {
-		got, err := l.Read(ctx, tc.offset, tc.max, nil)
+		_, got, err := l.Read(ctx, tc.offset, tc.max, nil)
 		if err != nil || !slices.Equal(got, tc.want) || cap(got) != len(got) {
 			t.Errorf("Read(%d, %d) = %v (cap %d), %v; want %v", tc.offset, tc.max, got, cap(got), err, tc.want)
 		}
 	}
 	// Every offset is readable, one at a time, with its own value.
 	for o := range int64(20) {
-		got, err := l.Read(ctx, o, 1, nil)
+		_, got, err := l.Read(ctx, o, 1, nil)
 		if err != nil || len(got) != 1 || got[0] != int(o) {
 			t.Fatalf("Read(%d, 1) = %v, %v", o, got, err)
 		}
 	}
 	// A Read aliases storage: no copy and no allocation.
-	if a := testing.AllocsPerRun(100, func() { _, _ = l.Read(ctx, 3, 3, nil) }); a != 0 {
+	if a := testing.AllocsPerRun(100, func() { _, _, _ = l.Read(ctx, 3, 3, nil) }); a != 0 {
 		t.Errorf("Read allocates %v times; want 0", a)
 	}
 }
@@ -199,21 +199,21 @@ func TestReadOutOfRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range []int64{-1, 0, 4, 10, 11} {
-		_, err := l.Read(ctx, o, 1, nil)
+		_, _, err := l.Read(ctx, o, 1, nil)
 		var oe *memory.OffsetError
 		if !errors.As(err, &oe) || !errors.Is(err, isb.ErrOutOfRange) ||
 			oe.Offset != o || oe.Head != 5 || oe.Tail != 10 || oe.Op != "read" || oe.Partition != 1 || oe.Topic != "t" {
 			t.Errorf("Read(%d) error = %#v; want OffsetError{read %d head 5 tail 10 partition 1}", o, err, o)
 		}
 	}
-	_, err := l.Read(ctx, 4, 1, nil)
+	_, _, err := l.Read(ctx, 4, 1, nil)
 	if want := `memory: topic "t" partition 1: read at offset 4: the log holds [5, 10)`; err == nil || err.Error() != want {
 		t.Errorf("Read(4) error text = %v; want %q", err, want)
 	}
-	if _, err := l.Read(ctx, 5, 0, nil); !errors.Is(err, memory.ErrReadSize) {
+	if _, _, err := l.Read(ctx, 5, 0, nil); !errors.Is(err, memory.ErrReadSize) {
 		t.Errorf("Read(5, 0) error = %v; want ErrReadSize", err)
 	}
-	if got, err := l.Read(ctx, 5, 10, nil); err != nil || !slices.Equal(got, []int{5, 6, 7}) {
+	if _, got, err := l.Read(ctx, 5, 10, nil); err != nil || !slices.Equal(got, []int{5, 6, 7}) {
 		t.Errorf("Read(5, 10) = %v, %v; want [5 6 7]", got, err)
 	}
 }
@@ -248,7 +248,7 @@ func TestReleaseAndHead(t *testing.T) {
 	}
 	// The log keeps its offsets after a release.
 	mustAppend(t, l, seq(6, 3), 6)
-	if got, err := l.Read(ctx, 6, 10, nil); err != nil || !slices.Equal(got, []int{6, 7}) {
+	if _, got, err := l.Read(ctx, 6, 10, nil); err != nil || !slices.Equal(got, []int{6, 7}) {
 		t.Errorf("Read(6) = %v, %v; want [6 7]", got, err)
 	}
 }
@@ -312,7 +312,7 @@ func TestClosed(t *testing.T) {
 	if _, err := l.Append([]int{1}); !errors.Is(err, isb.ErrClosed) {
 		t.Errorf("Append after Close = %v; want ErrClosed", err)
 	}
-	if _, err := l.Read(ctx, 0, 1, nil); !errors.Is(err, isb.ErrClosed) {
+	if _, _, err := l.Read(ctx, 0, 1, nil); !errors.Is(err, isb.ErrClosed) {
 		t.Errorf("Read after Close = %v; want ErrClosed", err)
 	}
 	if err := l.Commit(ctx, "g", 1); !errors.Is(err, isb.ErrClosed) {
@@ -362,7 +362,7 @@ func TestRecyclingSteadyStateAllocatesNothing(t *testing.T) {
 	// Items keep their offsets and values through recycling.
 	first := appendFirst(t, l, batch)
 	for o := first; o < l.Tail(); {
-		got, err := l.Read(ctx, o, 5, nil)
+		_, got, err := l.Read(ctx, o, 5, nil)
 		if err != nil || len(got) == 0 || got[0] != int(o-first) {
 			t.Fatalf("Read(%d) = %v, %v; want %d first", o, got, err, o-first)
 		}
@@ -377,7 +377,7 @@ func TestRecycledSegmentsAreCleared(t *testing.T) {
 	l := logs[0]
 	v := [6]int{0, 1, 2, 3, 4, 5}
 	mustAppend(t, l, []*int{&v[0], &v[1], &v[2], &v[3]}, 0) // segments 0 and 1
-	held, err := l.Read(ctx, 0, 2, nil)
+	_, held, err := l.Read(ctx, 0, 2, nil)
 	if err != nil || len(held) != 2 {
 		t.Fatalf("Read(0) = %v, %v", held, err)
 	}
@@ -391,10 +391,10 @@ func TestRecycledSegmentsAreCleared(t *testing.T) {
 	if held[0] != &v[4] || held[1] != nil {
 		t.Errorf("segment 0 after recycling holds %v, %v; want &v[4], nil (reused and cleared)", held[0], held[1])
 	}
-	if _, err := l.Read(ctx, 0, 1, nil); !errors.Is(err, isb.ErrOutOfRange) {
+	if _, _, err := l.Read(ctx, 0, 1, nil); !errors.Is(err, isb.ErrOutOfRange) {
 		t.Errorf("Read of a released offset = %v; want isb.ErrOutOfRange", err)
 	}
-	if got, err := l.Read(ctx, 4, 2, nil); err != nil || len(got) != 1 || got[0] != &v[4] {
+	if _, got, err := l.Read(ctx, 4, 2, nil); err != nil || len(got) != 1 || got[0] != &v[4] {
 		t.Errorf("Read(4) = %v, %v; want [&v[4]]", got, err)
 	}
 }
@@ -409,7 +409,7 @@ func TestManySegmentsThenDrain(t *testing.T) {
 		mustAppend(t, l, seq(i, min(7, n-i)), int64(i))
 	}
 	for o := int64(0); o < n; {
-		got, err := l.Read(ctx, o, 5, nil)
+		_, got, err := l.Read(ctx, o, 5, nil)
 		if err != nil || len(got) == 0 || len(got) > 2 {
 			t.Fatalf("Read(%d) = %v, %v", o, got, err)
 		}
@@ -424,7 +424,7 @@ func TestManySegmentsThenDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustAppend(t, l, seq(n, 2), n)
-	if got, err := l.Read(ctx, n, 5, nil); err != nil || !slices.Equal(got, []int{n}) {
+	if _, got, err := l.Read(ctx, n, 5, nil); err != nil || !slices.Equal(got, []int{n}) {
 		t.Errorf("Read(%d) = %v, %v; want [%d] (segment boundary after it)", n, got, err, n)
 	}
 	if a := testing.AllocsPerRun(100, func() {
@@ -476,7 +476,7 @@ func TestConcurrentWriterReaders(t *testing.T) {
 					runtime.Gosched() // the writer is behind
 					continue
 				}
-				got, err := l.Read(ctx, next, 1+r*4, nil)
+				_, got, err := l.Read(ctx, next, 1+r*4, nil)
 				if err != nil {
 					t.Errorf("reader %d: Read(%d): %v", r, next, err)
 					failed.Store(true)
@@ -561,7 +561,7 @@ func TestConcurrentAppenders(t *testing.T) {
 	}
 	for a := range appenders {
 		for i, off := range at[a] {
-			got, err := l.Read(ctx, off, 1, nil)
+			_, got, err := l.Read(ctx, off, 1, nil)
 			if err != nil || got[0] != a*each+i {
 				t.Fatalf("appender %d item %d at offset %d: Read = %v, %v", a, i, off, got, err)
 			}
@@ -589,7 +589,7 @@ func TestSeal(t *testing.T) {
 	if l.Tail() != 3 {
 		t.Errorf("tail after Seal %d; want 3", l.Tail())
 	}
-	if got, err := l.Read(ctx, 0, 5, nil); err != nil || !slices.Equal(got, seq(0, 3)) {
+	if _, got, err := l.Read(ctx, 0, 5, nil); err != nil || !slices.Equal(got, seq(0, 3)) {
 		t.Errorf("Read after Seal = %v, %v; want [0 1 2]", got, err)
 	}
 	if err := l.Commit(ctx, "g", 3); err != nil {

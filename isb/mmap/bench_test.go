@@ -192,7 +192,7 @@ func BenchmarkConsume(b *testing.B) {
 		off := int64(i*100) % n
 		p.run(&p.a, func() {
 			for got := 0; got < 100; {
-				items, err := l.Read(bg, off+int64(got), 100-got, buf)
+				_, items, err := l.Read(bg, off+int64(got), 100-got, buf)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -301,7 +301,7 @@ func ExampleNew() {
 	w, _ := b.Partition(0).Append([]string{"a", "b"})
 	last, _ := w.Wait(ctx) // readable once Wait returns
 	first := last - 1
-	items, _ := b.Partition(0).Read(ctx, first, 10, nil)
+	_, items, _ := b.Partition(0).Read(ctx, first, 10, nil)
 	fmt.Println(first, items)
 	// Output: 0 [a b]
 }

@@ -240,7 +240,7 @@ func (m *crashModel) verifyDamaged(t *testing.T, dir string, round int, rng *ran
 				if off == l.Tail() {
 					continue // the last record, past the checkpoint: cut
 				}
-				if _, err := l.Read(bg, off, 1, nil); err == nil {
+				if _, _, err := l.Read(bg, off, 1, nil); err == nil {
 					t.Fatalf("after round %d: damaged record %d of partition %d read without an error", round-1, off, p)
 				} else {
 					wantCorrupt(t, err, r.file)
@@ -250,7 +250,7 @@ func (m *crashModel) verifyDamaged(t *testing.T, dir string, round int, rng *ran
 			if off >= l.Tail() {
 				t.Fatalf("after round %d, record %d of partition %d damaged: partition %d lost acknowledged offset %d (tail %d)", round-1, r.offset, p, q, off, l.Tail())
 			}
-			got, err := l.Read(bg, off, 1, nil)
+			_, got, err := l.Read(bg, off, 1, nil)
 			if err != nil || got[0] != want {
 				t.Fatalf("after round %d, record %d of partition %d damaged: partition %d offset %d: %q, %v; want %q", round-1, r.offset, p, q, off, got, err, want)
 			}

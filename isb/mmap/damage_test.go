@@ -294,7 +294,7 @@ func checkReadable(t *testing.T, b *Backend[string], want outcome) {
 		t.Fatalf("commit of g = %d, %v; want %d", c, ok, want.commit)
 	}
 	for off := int64(0); off < want.tail; off++ {
-		got, err := l.Read(bg, off, 1, nil)
+		_, got, err := l.Read(bg, off, 1, nil)
 		if slices.Contains(want.lost, off) {
 			ce := wantCorrupt(t, err, want.lostIn)
 			if ce.Offset < segmentHeaderSize {
@@ -311,7 +311,7 @@ func checkReadable(t *testing.T, b *Backend[string], want outcome) {
 	}
 	// Batches stop short of a damaged record and never skip one.
 	for off := int64(0); off < want.tail; {
-		got, err := l.Read(bg, off, 7, nil)
+		_, got, err := l.Read(bg, off, 7, nil)
 		if err != nil {
 			if !slices.Contains(want.lost, off) {
 				t.Fatalf("batch read at %d: %v", off, err)

@@ -112,7 +112,7 @@ func TestRecoveryOnFullTmpfs(t *testing.T) {
 			if off, err := waitWrite(l.Append([]string{"next"})); err != nil || off != 1 {
 				t.Fatalf("Append = %d, %v", off, err)
 			}
-			if got, err := l.Read(bg, 1, 1, nil); err != nil || len(got) != 1 || got[0] != "next" {
+			if _, got, err := l.Read(bg, 1, 1, nil); err != nil || len(got) != 1 || got[0] != "next" {
 				t.Fatalf("Read(1) = %q, %v", got, err)
 			}
 		})

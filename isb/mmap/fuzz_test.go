@@ -99,7 +99,7 @@ func FuzzRecovery(f *testing.F) {
 			t.Fatalf("verify found [%d, %d), open [%d, %d)", p.Head, p.Tail, l.Head(), l.Tail())
 		}
 		for off := l.Head(); off < l.Tail(); off++ {
-			got, err := l.Read(bg, off, 1, nil)
+			_, got, err := l.Read(bg, off, 1, nil)
 			if err != nil {
 				wantCorrupt(t, err, "")
 				damaged--
@@ -120,7 +120,7 @@ func FuzzRecovery(f *testing.F) {
 			if r.offset < l.Head() || r.offset >= l.Tail() {
 				t.Fatalf("intact record of offset %d (%s bytes %d-%d) is outside the recovered log [%d, %d)", r.offset, r.file, r.from, r.to, l.Head(), l.Tail())
 			}
-			got, err := l.Read(bg, r.offset, 1, nil)
+			_, got, err := l.Read(bg, r.offset, 1, nil)
 			if err != nil {
 				t.Fatalf("intact record of offset %d (%s bytes %d-%d): %v", r.offset, r.file, r.from, r.to, err)
 			}

@@ -125,7 +125,7 @@ func readUntilError(l isb.Log[string]) ([]string, error) {
 	var got []string
 	buf := make([]string, 7)
 	for off := l.Head(); off < l.Tail(); {
-		items, err := l.Read(bg, off, len(buf), buf)
+		_, items, err := l.Read(bg, off, len(buf), buf)
 		if err != nil {
 			return got, err
 		}

@@ -100,6 +100,9 @@ func (p *partition[T]) Head() int64 { return p.head.Load() }
 // Tail is the offset of the next append; everything below is readable.
 func (p *partition[T]) Tail() int64 { return p.tail.Load() }
 
+// Count is to-from: mmap offsets are contiguous.
+func (p *partition[T]) Count(from, to int64) int64 { return to - from }
+
 // Append encodes items and writes them after the tail; the Write
 // completes once they are flushed as the flush policy requires and
 // published (see flush.go for how writers that arrive together share one
@@ -435,7 +438,13 @@ func (p *partition[T]) loadFailed() error {
 // ErrReadSize, as in isb/memory. A record that fails its checks is a
 // *CorruptError naming the segment and byte position; the records before it
 // in the batch are returned first.
-func (p *partition[T]) Read(_ context.Context, offset int64, max int, buf []T) ([]T, error) {
+func (p *partition[T]) Read(_ context.Context, offset int64, max int, buf []T) (int64, []T, error) {
+	items, err := p.read(offset, max, buf)
+	return offset, items, err
+}
+
+// read is Read: mmap offsets are contiguous, so its items are at offset.
+func (p *partition[T]) read(offset int64, max int, buf []T) ([]T, error) {
 	p.closeMu.RLock()
 	defer p.closeMu.RUnlock()
 	if p.closed {

@@ -90,18 +90,18 @@ func TestReadStopsAtSegmentEnd(t *testing.T) {
 	appendItems(t, l, 0, 400, 400)
 	p := l.(*partition[string])
 	boundary := p.segs[1].first
-	got, err := l.Read(bg, boundary-2, 10, nil)
+	_, got, err := l.Read(bg, boundary-2, 10, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkItems(t, got, int(boundary-2), 2)
-	got, err = l.Read(bg, boundary, 3, make([]string, 3))
+	_, got, err = l.Read(bg, boundary, 3, make([]string, 3))
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkItems(t, got, int(boundary), 3)
 	for _, off := range []int64{-1, 400, 1000} {
-		if _, err := l.Read(bg, off, 1, nil); !errors.Is(err, isb.ErrOutOfRange) {
+		if _, _, err := l.Read(bg, off, 1, nil); !errors.Is(err, isb.ErrOutOfRange) {
 			t.Fatalf("Read(%d): err = %v, want isb.ErrOutOfRange", off, err)
 		}
 	}
@@ -114,7 +114,7 @@ func TestReadSizeBelowOne(t *testing.T) {
 	l := b.Partition(0)
 	appendItems(t, l, 0, 5, 5)
 	for _, max := range []int{0, -3} {
-		got, err := l.Read(bg, 0, max, nil)
+		_, got, err := l.Read(bg, 0, max, nil)
 		if !errors.Is(err, ErrReadSize) || got != nil {
 			t.Fatalf("Read(0, %d) = %v, %v; want nil, ErrReadSize", max, got, err)
 		}
@@ -164,7 +164,7 @@ func TestEncodeErrorStoresNothing(t *testing.T) {
 	if last, err := waitWrite(l.Append([]float64{2.5})); err != nil || last != 0 {
 		t.Fatalf("Append = last %d, %v; want 0, nil", last, err)
 	}
-	got, err := l.Read(bg, 0, 5, nil)
+	_, got, err := l.Read(bg, 0, 5, nil)
 	if err != nil || len(got) != 1 || got[0] != 2.5 {
 		t.Fatalf("Read = %v, %v", got, err)
 	}
@@ -191,7 +191,7 @@ func TestCodecs(t *testing.T) {
 				if _, err := waitWrite(l.Append([]point{{int32(round), 1}, {int32(round), 2}})); err != nil {
 					t.Fatal(err)
 				}
-				got, err := l.Read(bg, 0, 10, nil)
+				_, got, err := l.Read(bg, 0, 10, nil)
 				want := []point{{0, 1}, {0, 2}, {1, 1}, {1, 2}}[:2*(round+1)]
 				if err != nil || len(got) != len(want) {
 					t.Fatalf("Read = %v, %v; want %v", got, err, want)
@@ -402,7 +402,7 @@ func TestRetention(t *testing.T) {
 				t.Fatalf("segment %d exists=%v", i, exists(s.path))
 			}
 		}
-		if _, err := l.Read(bg, segs[2].first-1, 1, nil); !errors.Is(err, isb.ErrOutOfRange) {
+		if _, _, err := l.Read(bg, segs[2].first-1, 1, nil); !errors.Is(err, isb.ErrOutOfRange) {
 			t.Fatalf("read below head: %v", err)
 		}
 		if err := b.Close(); err != nil {
@@ -438,7 +438,7 @@ func TestConcurrentReadAppend(t *testing.T) {
 					time.Sleep(10 * time.Microsecond)
 					continue
 				}
-				items, err := l.Read(bg, off, len(buf), buf)
+				_, items, err := l.Read(bg, off, len(buf), buf)
 				if err != nil {
 					t.Error(err)
 					return
@@ -484,7 +484,7 @@ func TestClosed(t *testing.T) {
 	if _, err := l.Append([]string{"x"}); !errors.Is(err, isb.ErrClosed) {
 		t.Fatalf("Append after Close: %v", err)
 	}
-	if _, err := l.Read(bg, 0, 1, nil); !errors.Is(err, isb.ErrClosed) {
+	if _, _, err := l.Read(bg, 0, 1, nil); !errors.Is(err, isb.ErrClosed) {
 		t.Fatalf("Read after Close: %v", err)
 	}
 	if err := l.Commit(bg, "g", 1); !errors.Is(err, isb.ErrClosed) {
@@ -521,14 +521,14 @@ func TestMappingFaultIsAnError(t *testing.T) {
 	if err := os.Truncate(l.(*partition[string]).segs[0].path, 0); err != nil {
 		t.Fatal(err)
 	}
-	_, err := l.Read(bg, 0, 1, nil)
+	_, _, err := l.Read(bg, 0, 1, nil)
 	if fe, ok := errors.AsType[*FaultError](err); !ok || !errors.Is(err, ErrFault) || fe.File != l.(*partition[string]).segs[0].path || fe.Offset != segmentHeaderSize {
 		t.Fatalf("Read: %v, want a *FaultError naming the segment at byte %d", err, segmentHeaderSize)
 	}
 	if off, err := waitWrite(l.Append([]string{"x"})); err != nil || off != 3 {
 		t.Fatalf("Append = %d, %v; want 3, nil", off, err)
 	}
-	if got, err := l.Read(bg, 3, 1, nil); err != nil || len(got) != 1 || got[0] != "x" {
+	if _, got, err := l.Read(bg, 3, 1, nil); err != nil || len(got) != 1 || got[0] != "x" {
 		t.Fatalf("Read(3) = %q, %v; want [x]", got, err)
 	}
 }
@@ -591,7 +591,7 @@ func TestFailedFlushStoresNothing(t *testing.T) {
 	if got := l.Tail(); got != 3 {
 		t.Fatalf("tail = %d after a failed flush, want 3 (the batch must stay invisible)", got)
 	}
-	if _, err := l.Read(bg, 3, 5, nil); !errors.Is(err, isb.ErrOutOfRange) {
+	if _, _, err := l.Read(bg, 3, 5, nil); !errors.Is(err, isb.ErrOutOfRange) {
 		t.Fatalf("Read(3) after a failed flush: err = %v, want isb.ErrOutOfRange", err)
 	}
 	checkItems(t, readAll(t, l), 0, 3)
@@ -631,7 +631,7 @@ func TestFailedRolloverLeavesNoSegment(t *testing.T) {
 			t.Fatalf("%s left behind by the failed rollover", e.Name())
 		}
 	}
-	if got, err := l.Read(bg, 0, 1, nil); err != nil || len(got) != 1 || got[0] != big {
+	if _, got, err := l.Read(bg, 0, 1, nil); err != nil || len(got) != 1 || got[0] != big {
 		t.Fatalf("Read(0) after a failed rollover = %d items, %v; want the first item", len(got), err)
 	}
 }

@@ -116,7 +116,7 @@ func TestOpenWithOtherElementType(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a2.Close()
-	if got, err := a2.Partition(0).Read(bg, 0, 1, nil); err != nil || got[0].ID != 7 {
+	if _, got, err := a2.Partition(0).Read(bg, 0, 1, nil); err != nil || got[0].ID != 7 {
 		t.Fatalf("read %v, %v", got, err)
 	}
 }

@@ -218,7 +218,7 @@ func TestRecoveryKeepsRecordsAfterDamage(t *testing.T) {
 	if tail := l2.Tail(); tail != 5 {
 		t.Fatalf("tail %d, want 5: intact record 4 was cut", tail)
 	}
-	if _, err := l2.Read(bg, 3, 1, nil); err == nil {
+	if _, _, err := l2.Read(bg, 3, 1, nil); err == nil {
 		t.Fatal("damaged record 3 read without an error")
 	} else if ce := wantCorrupt(t, err, filepath.Base(path)); ce.Offset != int64(ps[3]) {
 		t.Fatalf("damage reported at byte %d, want %d", ce.Offset, ps[3])
@@ -232,12 +232,12 @@ func TestRecoveryKeepsRecordsAfterDamage(t *testing.T) {
 	b3 := open(t, snap2, 1)
 	l3 := b3.Partition(0)
 	for off, want := range map[int64]string{0: same(0), 1: same(1), 2: same(2), 4: same(4), 5: same(9)} {
-		got, err := l3.Read(bg, off, 1, nil)
+		_, got, err := l3.Read(bg, off, 1, nil)
 		if err != nil || got[0] != want {
 			t.Fatalf("offset %d: %q, %v; want %q", off, got, err, want)
 		}
 	}
-	if _, err := l3.Read(bg, 3, 1, nil); err == nil {
+	if _, _, err := l3.Read(bg, 3, 1, nil); err == nil {
 		t.Fatal("damaged record 3 read without an error after the second crash")
 	}
 }
@@ -262,19 +262,19 @@ func TestCorruptRecordSurfacesFromRead(t *testing.T) {
 			if l.Tail() != 400 {
 				t.Fatalf("tail %d, want 400", l.Tail())
 			}
-			got, err := l.Read(bg, first, 10, nil)
+			_, got, err := l.Read(bg, first, 10, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			checkItems(t, got, int(first), 2)
-			_, err = l.Read(bg, first+2, 10, nil)
+			_, _, err = l.Read(bg, first+2, 10, nil)
 			ce := wantCorrupt(t, err, filepath.Base(path))
 			if ce.Offset != int64(ps[2]) {
 				t.Fatalf("corrupt at byte %d, want %d", ce.Offset, ps[2])
 			}
 			// Reading on resynchronises after the damaged record: the
 			// records after it are intact and readable.
-			got, err = l.Read(bg, first+3, 10, nil)
+			_, got, err = l.Read(bg, first+3, 10, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -376,7 +376,7 @@ func TestRecoveryResyncStopsAtHole(t *testing.T) {
 		t.Fatalf("tail %d, want 50", l.Tail())
 	}
 	for off := int64(0); off < 50; off++ {
-		got, err := l.Read(bg, off, 1, nil)
+		_, got, err := l.Read(bg, off, 1, nil)
 		if off == 20 {
 			wantCorrupt(t, err, filepath.Base(path))
 			continue

@@ -31,12 +31,24 @@
 // reopened with another codec for a vertex's values is refused by
 // isb/jetstream (a *jetstream.MismatchError) instead of misreading them.
 //
+// The buffers are packed (jetstream.Packed): each write of a vertex is
+// stored as frames of many messages, one JetStream message each, since
+// the server's cost per stored message is what bounds a pipeline on
+// JetStream (BenchmarkJetStreamPipeline: 63-77K msg/s unpacked, above
+// 300K packed on the same machine, docs/benchmarks.md). Unpacked keeps
+// one JetStream message per message, the format of buffers made before;
+// a buffer's streams record their format, and a pipeline reopened with
+// the other one is refused with a *jetstream.MismatchError (setting
+// "format").
+//
 // # Capacity
 //
 // A vertex's BufferCapacity c over n partitions bounds what each
-// partition holds uncommitted by its slowest group to ceil(c/n): that is
-// isb/jetstream's usage limit, where producers see the buffer full. The
-// stream's own MaxMsgs is 4 ceil(c/n), room for messages every group
+// partition holds uncommitted by its slowest group to ceil(c/n) messages:
+// that is isb/jetstream's usage limit, where producers see the buffer full
+// (counted in messages, also on packed streams). The stream's own MaxMsgs
+// is 4 ceil(c/n) JetStream messages (frames of a packed buffer, each at
+// least one message of the pipeline), room for messages every group
 // committed that a writer still holds to find again after a crash (see
 // retainFactor), and for writers of several processes that each know the
 // usage as of their last look. The capacity wins over a MaxMsgs and a

@@ -22,6 +22,7 @@ type options struct {
 	stateReplicas  int
 	stateStorage   natsjs.StorageType
 	requestTimeout time.Duration
+	unpacked       bool
 }
 
 // config is the checked form of options; nothing else reads options.
@@ -31,6 +32,7 @@ type config struct {
 	stateReplicas  int
 	stateStorage   natsjs.StorageType
 	requestTimeout time.Duration
+	unpacked       bool
 }
 
 // DefaultRequestTimeout bounds each request of the state bucket.
@@ -52,6 +54,14 @@ func ReduceLogDir(dir string) Option { return func(o *options) { o.reduceLogDir 
 func BufferOptions(opts ...jetstream.Option) Option {
 	return func(o *options) { o.buffer = append(o.buffer, opts...) }
 }
+
+// Unpacked stores the buffers one JetStream message per message of the
+// pipeline, as isb/jetstream does by default, instead of packing each
+// write into frames (jetstream.Packed, the default here: the server's cost
+// per stored message bounds a pipeline's rate, see the package doc). A
+// buffer's streams record their format: a pipeline reopened with the other
+// format is refused with a *jetstream.MismatchError (setting "format").
+func Unpacked() Option { return func(o *options) { o.unpacked = true } }
 
 // WatermarkOptions configure the watermark store (jskv.WithReplicas,
 // WithStorage, WithTTL, ...).
@@ -82,7 +92,7 @@ func newConfig(opts []Option) (config, options, error) {
 		return config{}, o, err
 	}
 	c := config{reduceLogDir: o.reduceLogDir, buffer: o.buffer, stateReplicas: o.stateReplicas,
-		stateStorage: o.stateStorage, requestTimeout: o.requestTimeout}
+		stateStorage: o.stateStorage, requestTimeout: o.requestTimeout, unpacked: o.unpacked}
 	switch {
 	case o.reduceLogDir == "":
 		return c, o, optErr("ReduceLogDir", "", "is required: durable storage without a reduce log would lose every open window in a restart")

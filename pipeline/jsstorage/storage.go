@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"slices"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -103,7 +102,11 @@ func (s *Storage) OpenBuffer(spec pipeline.BufferSpec) (isb.Backend[[]byte], err
 	if spec.Capacity < 0 {
 		return nil, optErr("BufferCapacity", spec.Capacity, "must be 0 (unbounded) or positive")
 	}
-	opts := append(slices.Clip(s.cfg.buffer),
+	var opts []jetstream.Option
+	if !s.cfg.unpacked {
+		opts = append(opts, jetstream.Packed())
+	}
+	opts = append(append(opts, s.cfg.buffer...),
 		jetstream.Prefix(base),
 		jetstream.Bucket(commits),
 		jetstream.WithCodec[[]byte](namedBytes(spec.Codec)))
