@@ -41,11 +41,13 @@ func countIDs(t testing.TB, recs []*kgo.Record, keys int) map[string]int {
 
 // kafkaPipeline is topic "in" -> source (2 replicas) -> map upper (2
 // replicas) -> sink (2 replicas) -> topic "out" on brokers, the source
-// stopping at the end of "in"; wrap, when set, wraps the sink.
-func kafkaPipeline(brokers []string, group string, wrap func(*Sink) vertex.Sink[[]byte], opts ...pipeline.Option) (*pipeline.Pipeline, error) {
+// stopping at the end of "in"; member adds client options of the
+// source's group member to testGroupOpts, and wrap, when set, wraps the
+// sink.
+func kafkaPipeline(brokers []string, group string, member []kgo.Opt, wrap func(*Sink) vertex.Sink[[]byte], opts ...pipeline.Option) (*pipeline.Pipeline, error) {
 	src, err := NewSource(context.Background(), SourceConfig{
 		Brokers: brokers, Group: group, Topics: []string{"in"}, StopAtEnd: true,
-		ClientOptions: testGroupOpts,
+		ClientOptions: append(append([]kgo.Opt(nil), testGroupOpts...), member...),
 	})
 	if err != nil {
 		return nil, err
@@ -73,7 +75,7 @@ func TestPipelineKafkaToKafka(t *testing.T) {
 	const n, keys = 5000, 16
 	c := newCluster(t, 4, "in", "out")
 	produceIDs(t, client(t, c), "in", 0, n, keys)
-	p, err := kafkaPipeline(c.ListenAddrs(), "copy", nil)
+	p, err := kafkaPipeline(c.ListenAddrs(), "copy", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
