@@ -510,9 +510,10 @@ func TestDistributedUpstreamFirst(t *testing.T) {
 	d.check()
 }
 
-// streamItems is how many items the packed stream holds (0 before it
-// exists): the count each frame starts with, after its version byte (the
-// frame format isb/jetstream's package doc draws).
+// streamItems is how many items the stream holds (0 before it exists):
+// its messages, or on a packed stream (runnel.format 2) the count each
+// frame starts with, after its version byte (the frame format
+// isb/jetstream's package doc draws).
 func streamItems(t *testing.T, nc *nats.Conn, stream string) uint64 {
 	js, err := natsjs.New(nc)
 	if err != nil {
@@ -527,6 +528,9 @@ func streamItems(t *testing.T, nc *nats.Conn, stream string) uint64 {
 	info, err := s.Info(ctx)
 	if err != nil || info.State.Msgs == 0 {
 		return 0
+	}
+	if info.Config.Metadata["runnel.format"] != "2" {
+		return info.State.Msgs
 	}
 	var n uint64
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {

@@ -31,15 +31,15 @@
 // reopened with another codec for a vertex's values is refused by
 // isb/jetstream (a *jetstream.MismatchError) instead of misreading them.
 //
-// The buffers are packed (jetstream.Packed): each write of a vertex is
-// stored as frames of many messages, one JetStream message each, since
-// the server's cost per stored message is what bounds a pipeline on
-// JetStream (BenchmarkJetStreamPipeline: 63-77K msg/s unpacked, above
-// 300K packed on the same machine, docs/benchmarks.md). Unpacked keeps
-// one JetStream message per message, the format of buffers made before;
-// a buffer's streams record their format, and a pipeline reopened with
-// the other one is refused with a *jetstream.MismatchError (setting
-// "format").
+// The buffers hold one JetStream message per message. Packed stores each
+// write of a vertex as frames of many messages instead, one JetStream
+// message each: the server's cost per stored message is what bounds a
+// pipeline on JetStream (BenchmarkJetStreamPipeline: 63-77K msg/s
+// unpacked, 300-840K packed on the same machine, docs/benchmarks.md). It
+// is an option, not the default, while a defect of packed buffers in a
+// distributed pipeline is open (see Packed). A buffer's streams record
+// their format, and a pipeline reopened with the other one is refused
+// with a *jetstream.MismatchError (setting "format").
 //
 // # Capacity
 //

@@ -22,7 +22,7 @@ type options struct {
 	stateReplicas  int
 	stateStorage   natsjs.StorageType
 	requestTimeout time.Duration
-	unpacked       bool
+	packed         bool
 }
 
 // config is the checked form of options; nothing else reads options.
@@ -32,7 +32,7 @@ type config struct {
 	stateReplicas  int
 	stateStorage   natsjs.StorageType
 	requestTimeout time.Duration
-	unpacked       bool
+	packed         bool
 }
 
 // DefaultRequestTimeout bounds each request of the state bucket.
@@ -55,13 +55,19 @@ func BufferOptions(opts ...jetstream.Option) Option {
 	return func(o *options) { o.buffer = append(o.buffer, opts...) }
 }
 
-// Unpacked stores the buffers one JetStream message per message of the
-// pipeline, as isb/jetstream does by default, instead of packing each
-// write into frames (jetstream.Packed, the default here: the server's cost
-// per stored message bounds a pipeline's rate, see the package doc). A
-// buffer's streams record their format: a pipeline reopened with the other
-// format is refused with a *jetstream.MismatchError (setting "format").
-func Unpacked() Option { return func(o *options) { o.unpacked = true } }
+// Packed stores each write of a vertex as frames of many messages, one
+// JetStream message each (jetstream.Packed), instead of one JetStream
+// message per message of the pipeline: the server's cost per stored
+// message is what bounds a pipeline on JetStream, and packing lifts
+// BenchmarkJetStreamPipeline from 63-77K to 300-840K msg/s on the same
+// machine (docs/benchmarks.md, "Packed appends"). It is not the default:
+// with packed buffers, e2e TestDistributedKillReduce judged 1-5 messages
+// late after a restart of the reduce process in 2 of 5 runs under -race
+// (their watermark ran ahead of them), and 0 of 10 unpacked; until that is
+// understood, packing is for pipelines that can take it. A buffer's
+// streams record their format: a pipeline reopened with the other format
+// is refused with a *jetstream.MismatchError (setting "format").
+func Packed() Option { return func(o *options) { o.packed = true } }
 
 // WatermarkOptions configure the watermark store (jskv.WithReplicas,
 // WithStorage, WithTTL, ...).
@@ -92,7 +98,7 @@ func newConfig(opts []Option) (config, options, error) {
 		return config{}, o, err
 	}
 	c := config{reduceLogDir: o.reduceLogDir, buffer: o.buffer, stateReplicas: o.stateReplicas,
-		stateStorage: o.stateStorage, requestTimeout: o.requestTimeout, unpacked: o.unpacked}
+		stateStorage: o.stateStorage, requestTimeout: o.requestTimeout, packed: o.packed}
 	switch {
 	case o.reduceLogDir == "":
 		return c, o, optErr("ReduceLogDir", "", "is required: durable storage without a reduce log would lose every open window in a restart")

@@ -103,7 +103,7 @@ func (s *Storage) OpenBuffer(spec pipeline.BufferSpec) (isb.Backend[[]byte], err
 		return nil, optErr("BufferCapacity", spec.Capacity, "must be 0 (unbounded) or positive")
 	}
 	var opts []jetstream.Option
-	if !s.cfg.unpacked {
+	if s.cfg.packed {
 		opts = append(opts, jetstream.Packed())
 	}
 	opts = append(append(opts, s.cfg.buffer...),
