@@ -3,8 +3,10 @@ package jsstorage_test
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/runnel-dev/runnel/internal/natstest"
+	"github.com/runnel-dev/runnel/pipeline/jsstorage"
 )
 
 // TestJoinRunKeepsTheRunUntilEverySinkEnded: two joins get the same run;
@@ -69,7 +71,11 @@ func TestJoinRunConcurrent(t *testing.T) {
 		EndRun(string, string, string, []string) error
 	}
 	for i := range stores {
-		stores[i] = newStorage(t, srv)
+		// A bound for a loaded machine: under -race beside other
+		// packages, 8 first joins at once (the state bucket created by
+		// one of them) took longer than the default 5 s request timeout
+		// once. What the test checks, one run id shared, is unchanged.
+		stores[i] = newStorage(t, srv, jsstorage.RequestTimeout(30*time.Second))
 	}
 	joinAll := func() string {
 		t.Helper()
