@@ -8,7 +8,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
-	"github.com/runnel-dev/runnel/internal/natsmsg"
+	"github.com/runnel-dev/runnel/internal/ratelog"
 )
 
 // keeper is the source's goroutine that keeps the messages in flight in
@@ -34,12 +34,12 @@ type keeper struct {
 	ctx   context.Context
 	halt  context.CancelFunc
 	done  chan struct{}
-	fails natsmsg.RateLog
+	fails ratelog.Log
 }
 
 func (k *keeper) start(s *Source) {
 	k.src, k.done = s, make(chan struct{})
-	k.fails = natsmsg.RateLog{Log: s.cfg.Logger, Msg: "jetstream source: in-progress acknowledgement failed"}
+	k.fails = ratelog.Log{Log: s.cfg.Logger, Msg: "jetstream source: in-progress acknowledgement failed"}
 	k.ctx, k.halt = context.WithCancel(context.Background())
 	go k.loop()
 }

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/runnel-dev/runnel/internal/natsmsg"
+	"github.com/runnel-dev/runnel/internal/ratelog"
 	"github.com/runnel-dev/runnel/vertex"
 )
 
@@ -28,7 +29,7 @@ type Source struct {
 	ackWait time.Duration
 	bufs    sync.Pool // of *[]natsjs.Msg, a read's
 
-	consumeErrs natsmsg.RateLog
+	consumeErrs ratelog.Log
 	keeper      keeper
 
 	// hasOver says over may hold messages, so that a read looks there
@@ -96,7 +97,7 @@ func NewSource(ctx context.Context, cfg SourceConfig) (*Source, error) {
 	if s.ackWait <= 0 {
 		s.ackWait = 30 * time.Second // the server's default
 	}
-	s.consumeErrs = natsmsg.RateLog{Log: c.Logger, Msg: "jetstream source: consume error; the client recovers"}
+	s.consumeErrs = ratelog.Log{Log: c.Logger, Msg: "jetstream source: consume error; the client recovers"}
 	// The queue holds what one pull brings: nats.go pulls again when half
 	// of it is consumed, so a source that is not read holds at most about
 	// two pulls' worth in the client.

@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
+
+	"github.com/runnel-dev/runnel/internal/ratelog"
 )
 
 // committer is the source's goroutine that commits the group's offsets:
@@ -24,13 +26,13 @@ type committer struct {
 	ctx   context.Context
 	halt  context.CancelFunc
 	done  chan struct{}
-	fails rateLog
+	fails ratelog.Log
 }
 
 // start starts the goroutine.
 func (c *committer) start(s *Source) {
 	c.src, c.wakeC, c.done = s, make(chan struct{}, 1), make(chan struct{})
-	c.fails = rateLog{log: s.cfg.Logger, msg: "kafka source: commit failed; retried at the next commit"}
+	c.fails = ratelog.Log{Log: s.cfg.Logger, Msg: "kafka source: commit failed; retried at the next commit"}
 	c.ctx, c.halt = context.WithCancel(context.Background())
 	go c.loop()
 }
@@ -64,7 +66,7 @@ func (c *committer) loop() {
 		err := c.src.commitDue(ctx)
 		cancel()
 		if err != nil && c.ctx.Err() == nil {
-			c.fails.failure(err, zap.String("group", c.src.cfg.Group))
+			c.fails.Failure(err, zap.String("group", c.src.cfg.Group))
 			c.wake() // retried after the pause
 		}
 		pause.Reset(c.src.cfg.CommitInterval)

@@ -14,6 +14,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/runnel-dev/runnel/vertex"
+
+	"github.com/runnel-dev/runnel/internal/ratelog"
 )
 
 // Source is a [vertex.Source] reading Kafka topics as a member of a
@@ -51,7 +53,7 @@ type Source struct {
 	commits  committer
 	// groupErrs logs the errors of the client's group management, which
 	// it retries by itself.
-	groupErrs rateLog
+	groupErrs ratelog.Log
 }
 
 // slotRange is a topic's watermark slots: its partitions p map to
@@ -80,7 +82,7 @@ func NewSource(ctx context.Context, cfg SourceConfig) (*Source, error) {
 		return nil, err
 	}
 	s := &Source{cfg: c, parts: map[topicPartition]*partition{}}
-	s.groupErrs = rateLog{log: c.Logger, msg: "kafka source: group management failed; the client retries"}
+	s.groupErrs = ratelog.Log{Log: c.Logger, Msg: "kafka source: group management failed; the client retries"}
 	reset := kgo.NewOffset().AtStart()
 	if c.Start == FromLatest {
 		reset = kgo.NewOffset().AtEnd()
@@ -354,7 +356,7 @@ func (s *Source) poll(ctx context.Context, max int) error {
 			// Not a partition's: the client tells of a failed join,
 			// sync or heartbeat (a member that died holds a rebalance up
 			// until its session ends), and goes on rejoining by itself.
-			s.groupErrs.failure(fe.Err, zap.String("group", s.cfg.Group))
+			s.groupErrs.Failure(fe.Err, zap.String("group", s.cfg.Group))
 		default:
 			return fmt.Errorf("%w: topic %q partition %d: %w", ErrFetch, fe.Topic, fe.Partition, fe.Err)
 		}
@@ -474,7 +476,7 @@ func (s *Source) release(ctx context.Context, parts map[string][]int32, commit b
 		cctx, cancel := context.WithTimeout(ctx, commitTimeout)
 		defer cancel()
 		if err := s.commitSync(cctx, offsets); err != nil {
-			s.commits.fails.failure(err, zap.String("group", s.cfg.Group))
+			s.commits.fails.Failure(err, zap.String("group", s.cfg.Group))
 		}
 	}
 }

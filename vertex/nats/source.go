@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/runnel-dev/runnel/internal/natsmsg"
+	"github.com/runnel-dev/runnel/internal/ratelog"
 	"github.com/runnel-dev/runnel/vertex"
 )
 
@@ -28,7 +29,7 @@ type Source struct {
 	ids   string // the prefix of the IDs the source makes
 	seq   atomic.Uint64
 	bufs  sync.Pool // of *[]*nats.Msg, a read's
-	drops natsmsg.RateLog
+	drops ratelog.Log
 
 	dropped atomic.Int64
 	closed  atomic.Bool
@@ -49,7 +50,7 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	var b [8]byte
 	rand.Read(b[:])
 	s := &Source{cfg: c, q: natsmsg.NewQueue[*nats.Msg](c.Pending), ids: hex.EncodeToString(b[:]) + "-"}
-	s.drops = natsmsg.RateLog{Log: c.Logger, Msg: "nats source: pending queue full, messages dropped"}
+	s.drops = ratelog.Log{Log: c.Logger, Msg: "nats source: pending queue full, messages dropped"}
 	// A channel subscription: nats.go's reader puts each message straight
 	// into the queue, or, when it is full, drops it and counts it in the
 	// subscription (Dropped). A callback would add a goroutine hop per
