@@ -98,7 +98,7 @@ func (b *Backend[T]) Claim(group string, partitions []int) (isb.Lease, error) {
 			if rerr := c.release(); rerr != nil {
 				err = errors.Join(err, rerr)
 			}
-			if errors.Is(err, natsjs.ErrKeyExists) {
+			if casConflict(err) {
 				return nil, fmt.Errorf("%w: stream %q: group %q is read by an open consumer of another process (bucket %q, key %q)",
 					isb.ErrGroupInUse, b.names.stream(p), group, b.names.claims(), key)
 			}
@@ -148,7 +148,7 @@ func (c *claim) release() error {
 		ctx, cancel := context.WithTimeout(context.Background(), c.b.timeout)
 		err := c.b.kv.Delete(ctx, key, natsjs.LastRevision(c.revs[i]))
 		cancel()
-		if err != nil && !errors.Is(err, natsjs.ErrKeyExists) { // ErrKeyExists: taken over after it expired
+		if err != nil && !casConflict(err) { // a conflict: taken over after it expired
 			errs = append(errs, streamErr(c.stream[i], "release claim", err))
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
 	"github.com/runnel-dev/runnel/isb"
 )
 
@@ -111,3 +113,13 @@ func (e *DecodeError) Is(target error) bool { return target == isb.ErrCorrupt }
 // CorruptOffset is Offset (see isb.CorruptOffset): on a packed stream a
 // read at the end of one frame may find the next one damaged.
 func (e *DecodeError) CorruptOffset() (int64, bool) { return e.Offset, true }
+
+// casConflict reports whether err is a KV compare-and-set that lost to
+// another writer. nats.go reports it as ErrKeyExists on a stream of one
+// replica (error code 10071) and as ErrKeyRevisionMismatch on a
+// replicated one (10164): matching only the first made a commit of a
+// group on an R3 bucket fail instead of keeping the higher commit
+// (TestClusterPackedSuite, ConcurrentProducersAndGroups).
+func casConflict(err error) bool {
+	return errors.Is(err, natsjs.ErrKeyExists) || errors.Is(err, natsjs.ErrKeyRevisionMismatch)
+}

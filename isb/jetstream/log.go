@@ -335,7 +335,7 @@ func (l *log[T]) Commit(ctx context.Context, group string, offset int64) error {
 				l.cmu.Unlock()
 				return nil
 			}
-			if !errors.Is(err, natsjs.ErrKeyExists) {
+			if !casConflict(err) {
 				return err
 			}
 			// Another process wrote it since: keep the higher commit.
