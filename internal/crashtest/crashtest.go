@@ -37,6 +37,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -100,7 +101,8 @@ type Child struct {
 // process's environment. Its stderr goes to this process's stderr, its
 // stdout is read line by line (up to 1 MiB a line) as it comes. The test
 // fails at once if the child cannot be started; a child still running
-// when the test ends is killed.
+// when the test ends is killed, after a stack dump (Quit) when the test
+// failed.
 func Start(t testing.TB, name string, env ...string) *Child {
 	t.Helper()
 	c := &Child{cmd: command(name, env), done: make(chan struct{}), grew: make(chan struct{})}
@@ -129,7 +131,11 @@ func Start(t testing.TB, name string, env ...string) *Child {
 		select {
 		case <-c.done:
 		default:
-			c.Kill()
+			if t.Failed() {
+				c.Quit() // a failed test shows where its children were
+			} else {
+				c.Kill()
+			}
 		}
 	})
 	return c
@@ -195,14 +201,34 @@ func (c *Child) Kill() []string {
 }
 
 // Wait waits up to timeout for the child to end by itself and reports
-// whether it did; one that did not is killed (and waited for).
+// whether it did. One that did not is asked for its goroutines' stacks
+// (SIGQUIT: the Go runtime prints them on the child's stderr, which is the
+// test's, and exits), so that a child that hangs says where; if it has not
+// exited after quitWait it is killed. Wait returns once it has exited.
 func (c *Child) Wait(timeout time.Duration) bool {
 	select {
 	case <-c.done:
 		return true
 	case <-time.After(timeout):
-		c.Kill()
+		c.Quit()
 		return false
+	}
+}
+
+// quitWait bounds how long Quit waits for the runtime's stack dump.
+const quitWait = 20 * time.Second
+
+// Quit sends the child SIGQUIT, which makes the Go runtime print every
+// goroutine's stack on its stderr and exit, waits up to quitWait for it to
+// exit, kills it if it has not, and returns its lines. A child that has
+// already ended is left as it is.
+func (c *Child) Quit() []string {
+	c.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-c.done:
+		return c.Lines()
+	case <-time.After(quitWait):
+		return c.Kill()
 	}
 }
 
