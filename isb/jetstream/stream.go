@@ -163,8 +163,15 @@ func kindOf(err error) error {
 	return nil
 }
 
-// transient reports whether err may heal by itself: the server is down,
-// restarting, or has not elected a leader for the stream yet.
+// Transient reports whether err, of nats.go or the server, may heal by
+// itself: the server is down or restarting, the connection is
+// reconnecting, a stream has no leader yet, a request timed out. The
+// backend retries such failures for RetryTimeout; code that talks to the
+// same server beside it (pipeline/jsstorage's state bucket) retries the
+// same ones.
+func Transient(err error) bool { return transient(err) }
+
+// transient is Transient.
 func transient(err error) bool {
 	var apiErr *natsjs.APIError
 	if errors.As(err, &apiErr) {

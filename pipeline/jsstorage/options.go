@@ -22,6 +22,7 @@ type options struct {
 	stateReplicas  int
 	stateStorage   natsjs.StorageType
 	requestTimeout time.Duration
+	retryTimeout   time.Duration
 	packed         bool
 }
 
@@ -32,6 +33,7 @@ type config struct {
 	stateReplicas  int
 	stateStorage   natsjs.StorageType
 	requestTimeout time.Duration
+	retryTimeout   time.Duration
 	packed         bool
 }
 
@@ -88,17 +90,28 @@ func StateStorage(st natsjs.StorageType) Option { return func(o *options) { o.st
 // RequestTimeout bounds each request to the state bucket (default 5s).
 func RequestTimeout(d time.Duration) Option { return func(o *options) { o.requestTimeout = d } }
 
+// RetryTimeout is how long a request to the state bucket (a source's
+// position saved as it acks, the run record) is retried while it fails
+// for a reason that heals (jetstream.Transient: the server restarting, a
+// leader election, a timeout), each attempt bounded by RequestTimeout;
+// default jetstream.DefaultRetryTimeout, as the buffers' own appends and
+// reads (set theirs with BufferOptions(jetstream.RetryTimeout)). Without
+// the retries a server restart failed the run of the process whose
+// generator saved its position during it.
+func RetryTimeout(d time.Duration) Option { return func(o *options) { o.retryTimeout = d } }
+
 func optErr(option string, value any, reason string) error {
 	return &isb.OptionError{Package: "jsstorage", Option: option, Value: value, Reason: reason}
 }
 
 func newConfig(opts []Option) (config, options, error) {
-	o := options{stateReplicas: 1, stateStorage: natsjs.FileStorage, requestTimeout: DefaultRequestTimeout}
+	o := options{stateReplicas: 1, stateStorage: natsjs.FileStorage, requestTimeout: DefaultRequestTimeout,
+		retryTimeout: jetstream.DefaultRetryTimeout}
 	if err := isb.ApplyOptions(&o, "jsstorage.Option", opts); err != nil {
 		return config{}, o, err
 	}
 	c := config{reduceLogDir: o.reduceLogDir, buffer: o.buffer, stateReplicas: o.stateReplicas,
-		stateStorage: o.stateStorage, requestTimeout: o.requestTimeout, packed: o.packed}
+		stateStorage: o.stateStorage, requestTimeout: o.requestTimeout, retryTimeout: o.retryTimeout, packed: o.packed}
 	switch {
 	case o.reduceLogDir == "":
 		return c, o, optErr("ReduceLogDir", "", "is required: durable storage without a reduce log would lose every open window in a restart")
@@ -108,6 +121,8 @@ func newConfig(opts []Option) (config, options, error) {
 		return c, o, optErr("StateStorage", int(o.stateStorage), "must be FileStorage or MemoryStorage")
 	case o.requestTimeout <= 0:
 		return c, o, optErr("RequestTimeout", o.requestTimeout, "must be positive")
+	case o.retryTimeout < 0:
+		return c, o, optErr("RetryTimeout", o.retryTimeout, "must not be negative (0: no retries)")
 	}
 	for i, bo := range o.buffer {
 		if bo == nil {

@@ -116,37 +116,11 @@ func (s *Storage) casRun(p, op string, change func(rec *runRecord, live bool) (w
 		return fmt.Errorf("jsstorage: %s: bucket %q key %q: %w", op, bucket, runKey, err)
 	}
 	for range maxCASAttempts {
-		done, err := func() (bool, error) {
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout)
-			defer cancel()
-			kv, err := s.bucket(ctx, p)
-			if err != nil {
-				return false, err
-			}
-			e, err := s.read(ctx, bucket, runKey)
-			if err != nil {
-				return false, err
-			}
-			var rec runRecord
-			if e.live {
-				if err := json.Unmarshal(e.value, &rec); err != nil {
-					return false, fmt.Errorf("the record %q does not decode: %w (delete the key to start a new run)", e.value, err)
-				}
-			}
-			write, err := change(&rec, e.live)
-			if err != nil || !write {
-				return true, err
-			}
-			b, err := json.Marshal(rec)
-			if err != nil {
-				return false, err
-			}
-			_, err = kv.Update(ctx, runKey, b, e.rev)
-			if errors.Is(err, natsjs.ErrKeyRevisionMismatch) || errors.Is(err, natsjs.ErrKeyExists) {
-				return false, nil // written meanwhile: read again
-			}
-			return err == nil, err
-		}()
+		var done bool
+		err := s.request(func(ctx context.Context) (err error) {
+			done, err = s.casOnce(ctx, p, bucket, change)
+			return err
+		})
 		if err != nil {
 			return fail(err)
 		}
@@ -155,6 +129,38 @@ func (s *Storage) casRun(p, op string, change func(rec *runRecord, live bool) (w
 		}
 	}
 	return fail(fmt.Errorf("%w: %d compare-and-sets conflicted", ErrRunConflict, maxCASAttempts))
+}
+
+// casOnce is one read and compare-and-set of casRun: done is false when
+// the record was written meanwhile (read it again).
+func (s *Storage) casOnce(ctx context.Context, p, bucket string, change func(rec *runRecord, live bool) (write bool, err error)) (done bool, err error) {
+	kv, err := s.bucket(ctx, p)
+	if err != nil {
+		return false, err
+	}
+	e, err := s.read(ctx, bucket, runKey)
+	if err != nil {
+		return false, err
+	}
+	var rec runRecord
+	if e.live {
+		if err := json.Unmarshal(e.value, &rec); err != nil {
+			return false, fmt.Errorf("the record %q does not decode: %w (delete the key to start a new run)", e.value, err)
+		}
+	}
+	write, err := change(&rec, e.live)
+	if err != nil || !write {
+		return true, err
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return false, err
+	}
+	_, err = kv.Update(ctx, runKey, b, e.rev)
+	if errors.Is(err, natsjs.ErrKeyRevisionMismatch) || errors.Is(err, natsjs.ErrKeyExists) {
+		return false, nil // written meanwhile: read again
+	}
+	return err == nil, err
 }
 
 // newRunID is the time in base 36 and 40 random bits: unique across

@@ -16,9 +16,10 @@ func (s *Storage) SourceState(p, vertex string) (pipeline.StateStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout)
-	defer cancel()
-	if _, err := s.bucket(ctx, p); err != nil {
+	if err := s.request(func(ctx context.Context) error {
+		_, err := s.bucket(ctx, p)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	bucket, _ := bucketName(p, stateSuffix)
@@ -39,23 +40,29 @@ func (st *kvState) String() string { return "jetstream kv " + st.bucket + "/" + 
 
 // Load returns the value last saved, or ok false when none was.
 func (st *kvState) Load() ([]byte, bool, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), st.s.cfg.requestTimeout)
-	defer cancel()
-	e, err := st.s.read(ctx, st.bucket, st.key)
+	var e entry
+	err := st.s.request(func(ctx context.Context) (err error) {
+		e, err = st.s.read(ctx, st.bucket, st.key)
+		return err
+	})
 	if err != nil {
 		return nil, false, fmt.Errorf("jsstorage: load %s: %w", st, err)
 	}
 	return e.value, e.live, nil
 }
 
-// Save puts b, returning once the server acknowledged it.
+// Save puts b, returning once the server acknowledged it. A put that
+// fails for a reason that heals is tried again for up to RetryTimeout; a
+// put is idempotent, so one that was stored before its answer was lost
+// does no harm when repeated.
 func (st *kvState) Save(b []byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), st.s.cfg.requestTimeout)
-	defer cancel()
-	kv, err := st.s.bucket(ctx, st.p)
-	if err == nil {
-		_, err = kv.Put(ctx, st.key, b)
-	}
+	err := st.s.request(func(ctx context.Context) error {
+		kv, err := st.s.bucket(ctx, st.p)
+		if err == nil {
+			_, err = kv.Put(ctx, st.key, b)
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("jsstorage: save %s (%d bytes): %w", st, len(b), err)
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
@@ -46,6 +47,7 @@ func TestOptionsRefused(t *testing.T) {
 		{"state replicas", []jsstorage.Option{dir, jsstorage.StateReplicas(0)}, "jsstorage", "StateReplicas"},
 		{"state storage", []jsstorage.Option{dir, jsstorage.StateStorage(natsjs.StorageType(7))}, "jsstorage", "StateStorage"},
 		{"request timeout", []jsstorage.Option{dir, jsstorage.RequestTimeout(0)}, "jsstorage", "RequestTimeout"},
+		{"retry timeout", []jsstorage.Option{dir, jsstorage.RetryTimeout(-time.Second)}, "jsstorage", "RetryTimeout"},
 		{"nil buffer option", []jsstorage.Option{dir, jsstorage.BufferOptions(nil)}, "jsstorage", "jsstorage.BufferOptions"},
 		{"buffer replicas", []jsstorage.Option{dir, jsstorage.BufferOptions(jetstream.Replicas(9))}, "jetstream", "Replicas"},
 		{"buffer claim ttl", []jsstorage.Option{dir, jsstorage.BufferOptions(jetstream.ClaimTTL(-1))}, "jetstream", "ClaimTTL"},
@@ -173,5 +175,60 @@ func TestOpenBufferStreams(t *testing.T) {
 	var me *jetstream.MismatchError
 	if err := open(spec); !errors.As(err, &me) || me.Setting != "codec" {
 		t.Errorf("reopened with another codec: %v, want a *jetstream.MismatchError on the codec", err)
+	}
+}
+
+// TestStateRidesOutServerRestart: a source's position saved while the
+// server is down (as a generator saves it when it acks) is retried until
+// the server is back and then loads back, and so does a JoinRun; with
+// RetryTimeout(0) the same save fails at once with the server's error,
+// naming the bucket and key. (A save that failed this way once failed the
+// whole run of e2e's TestDistributedNATSRestart.)
+func TestStateRidesOutServerRestart(t *testing.T) {
+	srv := natstest.Start(t, natstest.Dir(t.TempDir()))
+	retrying := newStorage(t, srv, jsstorage.RequestTimeout(500*time.Millisecond))
+	failing := newStorage(t, srv, jsstorage.RequestTimeout(500*time.Millisecond), jsstorage.RetryTimeout(0))
+	s, err := retrying.SourceState("restart", "gen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := failing.SourceState("restart", "gen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save([]byte("before")); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	if err := f.Save([]byte("lost")); err == nil || !strings.Contains(err.Error(), "restart__state/source.gen") {
+		t.Errorf("Save with no retries while the server is down: %v, want an error naming the bucket and key", err)
+	}
+	saved, joined := make(chan error, 1), make(chan error, 1)
+	go func() { saved <- s.Save([]byte("during")) }()
+	go func() {
+		_, err := retrying.JoinRun("restart")
+		joined <- err
+	}()
+	time.Sleep(time.Second) // both are retrying now: the server is down
+	select {
+	case err := <-saved:
+		t.Fatalf("Save returned %v while the server was down", err)
+	default:
+	}
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	for name, ch := range map[string]chan error{"Save": saved, "JoinRun": joined} {
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Errorf("%s across the restart: %v", name, err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("%s did not return within a minute of the server's restart", name)
+		}
+	}
+	if b, ok, err := s.Load(); !ok || err != nil || string(b) != "during" {
+		t.Errorf("Load after the restart = %q, %v, %v; want \"during\"", b, ok, err)
 	}
 }
