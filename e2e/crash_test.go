@@ -240,7 +240,7 @@ func crashRounds(t *testing.T, dir, kind string, rounds int, perRound int64, pro
 }
 
 func TestCrashDurablePipeline(t *testing.T) {
-	rounds, perRound := 24, int64(20_000)
+	rounds, perRound := underRace(24, 16), int64(20_000)
 	if testing.Short() {
 		rounds, perRound = 16, 10_000
 	}

@@ -273,6 +273,9 @@ func TestRandomDAGsDeliverExactly(t *testing.T) {
 		t.Run(st.name, func(t *testing.T) {
 			for _, seed := range seeds {
 				t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+					if raceEnabled && st.name == "mmap" && seed%2 == 0 {
+						t.Skip("under -race mmap runs the odd seeds; the plain run does every seed (race_off_test.go)")
+					}
 					r := rand.New(rand.NewPCG(seed, 42))
 					vs := randomDAG(r, 5000)
 					t.Logf("dag: %s", describe(vs))

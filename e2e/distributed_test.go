@@ -237,13 +237,25 @@ func (d *distRun) kill(role string) {
 	c.Kill()
 }
 
-// waitResults waits until the sink has written at least n results.
+// waitResults waits until the sink has written at least n results. A
+// process that fails meanwhile (exits non-zero) fails the test at once with
+// what it said, rather than leaving the wait to time out on results that
+// cannot come.
 func (d *distRun) waitResults(n int, timeout time.Duration) bool {
+	d.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if len(readLines(d.t, filepath.Join(d.dir, "results.txt"))) >= n {
 			return true
 		}
+		d.mu.Lock()
+		for role, c := range d.procs {
+			if st := c.State(); st != nil && st.ExitCode() > 0 {
+				d.mu.Unlock()
+				d.t.Fatalf("waiting for %d results: role %s exited with %v: %q", n, role, st, c.Lines())
+			}
+		}
+		d.mu.Unlock()
 		time.Sleep(20 * time.Millisecond)
 	}
 	return false

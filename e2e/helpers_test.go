@@ -12,18 +12,23 @@ import (
 
 // counter is a sink counting the messages it receives per ID.
 type counter[T any] struct {
-	mu  sync.Mutex
-	ids map[string]int
-	n   int
+	mu      sync.Mutex
+	ids     map[string]int
+	headers map[string]map[string]string // the first delivery's, for failure reports
+	n       int
 }
 
-func newCounter[T any]() *counter[T] { return &counter[T]{ids: map[string]int{}} }
+func newCounter[T any]() *counter[T] {
+	return &counter[T]{ids: map[string]int{}, headers: map[string]map[string]string{}}
+}
 
 func (c *counter[T]) Write(_ context.Context, msgs []vertex.Message[T]) ([]vertex.Result, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, m := range msgs {
-		c.ids[m.ID]++
+		if c.ids[m.ID]++; c.ids[m.ID] == 1 && len(m.Headers) > 0 {
+			c.headers[m.ID] = m.Headers
+		}
 	}
 	c.n += len(msgs)
 	return nil, nil
@@ -37,6 +42,13 @@ func (c *counter[T]) snapshot() map[string]int {
 		out[k] = v
 	}
 	return out
+}
+
+// headersOf returns the headers id was first delivered with.
+func (c *counter[T]) headersOf(id string) map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.headers[id]
 }
 
 func (c *counter[T]) total() int {
@@ -93,4 +105,12 @@ func checkDrained(t *testing.T, p *pipeline.Pipeline) {
 			t.Errorf("vertex %s: read %d acked %d in flight %d pending %d after Run", s.Name, s.Read, s.Acked, s.InFlight, s.Pending)
 		}
 	}
+}
+
+// underRace returns n, or race when the race detector is on.
+func underRace[T any](n, race T) T {
+	if raceEnabled {
+		return race
+	}
+	return n
 }

@@ -69,7 +69,7 @@ func TestCrashDurableMapReplicasReduceGenerator(t *testing.T) {
 }
 
 func testCrashMapReduce(t *testing.T, replicas int) {
-	rounds, perRound := 24, int64(4_000) // 18 SIGKILL, 6 SIGTERM
+	rounds, perRound := underRace(24, 16), int64(4_000) // 18 SIGKILL and 6 SIGTERM (12 and 4 under -race)
 	if n, err := strconv.Atoi(os.Getenv("RUNNEL_E2E_ROUNDS")); err == nil {
 		rounds = n // for debugging only
 	}

@@ -421,7 +421,7 @@ func readResults(t *testing.T, file string) crashResults {
 }
 
 func TestCrashDurableReduce(t *testing.T) {
-	rounds, perRound := 44, int64(4_000) // 33 SIGKILL, 11 SIGTERM
+	rounds, perRound := underRace(44, 24), int64(4_000) // 33 SIGKILL and 11 SIGTERM (18 and 6 under -race)
 	if n, err := strconv.Atoi(os.Getenv("RUNNEL_E2E_ROUNDS")); err == nil {
 		rounds = n // for debugging only: the test asks for at least 10 kills
 	}
@@ -583,7 +583,7 @@ func reduceCrashGenChild() int {
 }
 
 func TestCrashDurableReduceGenerator(t *testing.T) {
-	rounds, perRound := 24, int64(4_000) // 18 SIGKILL, 6 SIGTERM
+	rounds, perRound := underRace(24, 16), int64(4_000) // 18 SIGKILL and 6 SIGTERM (12 and 4 under -race)
 	if n, err := strconv.Atoi(os.Getenv("RUNNEL_E2E_ROUNDS")); err == nil {
 		rounds = n // for debugging only: the test asks for at least 10 kills
 	}

@@ -531,6 +531,13 @@ func runReduceCase(t *testing.T, tc reduceCase) {
 		wantLateIDs[id] = 1
 	}
 	diff(t, "late", gotLate, wantLateIDs)
+	for id := range gotLate {
+		if wantLateIDs[id] == 0 { // what the reduce judged it against, for the report
+			h, m := lateSink.headersOf(id), byID[id]
+			t.Logf("%s (key %s, event %d) judged late: watermark %s, window end %s, closed at %s; wFinal %d, wMax %d",
+				id, m.key, m.et, h[vertex.LateWatermarkHeader], h[vertex.LateWindowEndHeader], h[vertex.LateClosedAtHeader], wFinal, wMax)
+		}
+	}
 	for _, s := range p.Stats() {
 		if s.Name == "reduce" && s.Late != int64(len(wantLate)) {
 			t.Errorf("reduce counted %d late, want %d", s.Late, len(wantLate))
