@@ -63,6 +63,8 @@ const (
 	distEnvN    = "RUNNEL_DIST_N"
 	distEnvRate = "RUNNEL_DIST_RATE"
 	distEnvCap  = "RUNNEL_DIST_CAP" // the map's BufferCapacity (default: the vertex default)
+	// distEnvPacked, when set, packs the buffers (jsstorage.Packed).
+	distEnvPacked = "RUNNEL_DIST_PACKED"
 )
 
 func init() { children["dist"] = func() { os.Exit(distChild()) } }
@@ -108,8 +110,12 @@ func distChild() int {
 		return childFail("connect: %v", err)
 	}
 	defer nc.Close()
-	st, err := jsstorage.New(nc, jsstorage.ReduceLogDir(filepath.Join(dir, "wal")),
-		jsstorage.BufferOptions(jetstream.ClaimTTL(distClaimTTL)))
+	stOpts := []jsstorage.Option{jsstorage.ReduceLogDir(filepath.Join(dir, "wal")),
+		jsstorage.BufferOptions(jetstream.ClaimTTL(distClaimTTL))}
+	if os.Getenv(distEnvPacked) != "" {
+		stOpts = append(stOpts, jsstorage.Packed())
+	}
+	st, err := jsstorage.New(nc, stOpts...)
 	if err != nil {
 		return childFail("storage: %v", err)
 	}
@@ -248,17 +254,36 @@ func (d *distRun) waitResults(n int, timeout time.Duration) bool {
 		if len(readLines(d.t, filepath.Join(d.dir, "results.txt"))) >= n {
 			return true
 		}
-		d.mu.Lock()
-		for role, c := range d.procs {
-			if st := c.State(); st != nil && st.ExitCode() > 0 {
-				d.mu.Unlock()
-				d.t.Fatalf("waiting for %d results: role %s exited with %v: %q", n, role, st, c.Lines())
-			}
-		}
-		d.mu.Unlock()
+		d.restartTaken(fmt.Sprintf("waiting for %d results", n))
 		time.Sleep(20 * time.Millisecond)
 	}
 	return false
+}
+
+// restartTaken starts again each process that found its replica still
+// claimed by the process killed before it (exit code distTaken: start gives
+// a process a second to say so, and a loaded machine may take longer), and
+// fails the test at once when one exited with an error, with what it said,
+// rather than leaving the caller to wait for results that cannot come.
+func (d *distRun) restartTaken(doing string) {
+	d.t.Helper()
+	var taken []string
+	d.mu.Lock()
+	for role, c := range d.procs {
+		st := c.State()
+		switch {
+		case st == nil || st.ExitCode() <= 0:
+		case st.ExitCode() == distTaken:
+			taken = append(taken, role)
+		default:
+			d.mu.Unlock()
+			d.t.Fatalf("%s: role %s exited with %v: %q", doing, role, st, c.Lines())
+		}
+	}
+	d.mu.Unlock()
+	for _, role := range taken {
+		d.start(role)
+	}
 }
 
 // wait waits for every process to end by itself and checks each exited 0;
@@ -276,6 +301,9 @@ func (d *distRun) wait(timeout time.Duration) {
 		return strings.Join(out, "; ")
 	}
 	for {
+		d.mu.Unlock()
+		d.restartTaken("waiting for the processes to end")
+		d.mu.Lock()
 		running := 0
 		for role, c := range d.procs {
 			st := c.State()
