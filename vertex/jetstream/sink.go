@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/internal/natsmsg"
@@ -20,6 +19,7 @@ import (
 // bound on pending publishes.
 type Sink struct {
 	cfg sinkConfig
+	out natsmsg.Outgoing
 	js  natsjs.JetStream
 
 	mu     sync.RWMutex // held for reading by writes, for writing by Close
@@ -44,7 +44,8 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: sink: %w", err)
 	}
-	return &Sink{cfg: c, js: js}, nil
+	out := natsmsg.Outgoing{Subject: c.Subject, SubjectOf: c.SubjectOf, MsgID: true, ErrSubject: ErrSubject}
+	return &Sink{cfg: c, out: out, js: js}, nil
 }
 
 // Write publishes msgs asynchronously, each with its ID as Nats-Msg-Id,
@@ -61,37 +62,18 @@ func (s *Sink) Write(ctx context.Context, msgs []vertex.Message[[]byte]) ([]vert
 	if s.closed {
 		return nil, ErrClosed
 	}
-	var (
-		res    []vertex.Result
-		causes []error
-	)
-	fail := func(i int, r vertex.Result, err error) {
-		if res == nil {
-			res, causes = make([]vertex.Result, len(msgs)), make([]error, len(msgs))
-		}
-		res[i], causes[i] = r, err
-	}
+	results := natsmsg.NewResults(len(msgs))
 	futures := make([]natsjs.PubAckFuture, len(msgs))
 	for i := range msgs {
-		m := &msgs[i]
-		subject := s.cfg.Subject
-		if s.cfg.SubjectOf != nil {
-			subject = s.cfg.SubjectOf(m)
-			if p := natsmsg.SubjectProblem(subject, false); p != "" {
-				fail(i, vertex.ResultFallback, fmt.Errorf("%w: %q %s", ErrSubject, subject, p))
-				continue
-			}
-		}
-		h, err := natsmsg.Header(m, true)
+		msg, err := s.out.Msg(&msgs[i])
 		if err != nil {
-			fail(i, vertex.ResultFallback, err)
+			results.Fail(i, vertex.ResultFallback, err)
 			continue
 		}
 		// A full set of pending publishes waits up to AckTimeout for room.
-		f, err := s.js.PublishMsgAsync(&nats.Msg{Subject: subject, Header: h, Data: m.Value},
-			natsjs.WithStallWait(s.cfg.AckTimeout))
+		f, err := s.js.PublishMsgAsync(msg, natsjs.WithStallWait(s.cfg.AckTimeout))
 		if err != nil {
-			fail(i, vertex.ResultRetry, fmt.Errorf("%w: subject %q: %w", ErrPublish, subject, err))
+			results.Fail(i, vertex.ResultRetry, fmt.Errorf("%w: subject %q: %w", ErrPublish, msg.Subject, err))
 			continue
 		}
 		futures[i] = f
@@ -131,21 +113,13 @@ func (s *Sink) Write(ctx context.Context, msgs []vertex.Message[[]byte]) ([]vert
 		}
 		switch {
 		case err != nil:
-			fail(i, vertex.ResultRetry, fmt.Errorf("%w: subject %q: %w", ErrPublish, f.Msg().Subject, err))
+			results.Fail(i, vertex.ResultRetry, fmt.Errorf("%w: subject %q: %w", ErrPublish, f.Msg().Subject, err))
 		case ack.Duplicate:
 			dups++
 		}
 	}
 	s.duplicates.Add(dups)
-	if res == nil {
-		return nil, nil
-	}
-	for _, r := range res {
-		if r == vertex.ResultRetry {
-			s.failed.Add(1)
-		}
-	}
-	return res, &vertex.WriteError{Causes: causes}
+	return results.Done(&s.failed)
 }
 
 // DefaultRetry is vertex.RemoteRetry: a sink vertex on it retries failed

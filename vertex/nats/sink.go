@@ -6,8 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/runnel-dev/runnel/internal/natsmsg"
 	"github.com/runnel-dev/runnel/vertex"
 )
@@ -17,6 +15,7 @@ import (
 // concurrent writes share the connection.
 type Sink struct {
 	cfg sinkConfig
+	out natsmsg.Outgoing
 
 	mu     sync.RWMutex // held for reading by writes, for writing by Close
 	closed bool
@@ -31,7 +30,7 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sink{cfg: c}, nil
+	return &Sink{cfg: c, out: natsmsg.Outgoing{Subject: c.Subject, SubjectOf: c.SubjectOf, ErrSubject: ErrSubject}}, nil
 }
 
 // Write publishes msgs, then flushes the connection, so that it returns
@@ -45,35 +44,17 @@ func (s *Sink) Write(ctx context.Context, msgs []vertex.Message[[]byte]) ([]vert
 	if s.closed {
 		return nil, ErrClosed
 	}
-	var (
-		res    []vertex.Result
-		causes []error
-	)
-	fail := func(i int, r vertex.Result, err error) {
-		if res == nil {
-			res, causes = make([]vertex.Result, len(msgs)), make([]error, len(msgs))
-		}
-		res[i], causes[i] = r, err
-	}
+	results := natsmsg.NewResults(len(msgs))
 	nc := s.cfg.Conn
 	published := 0
 	for i := range msgs {
-		m := &msgs[i]
-		subject := s.cfg.Subject
-		if s.cfg.SubjectOf != nil {
-			subject = s.cfg.SubjectOf(m)
-			if p := natsmsg.SubjectProblem(subject, false); p != "" {
-				fail(i, vertex.ResultFallback, fmt.Errorf("%w: %q %s", ErrSubject, subject, p))
-				continue
-			}
-		}
-		h, err := natsmsg.Header(m, false)
+		msg, err := s.out.Msg(&msgs[i])
 		if err != nil {
-			fail(i, vertex.ResultFallback, err)
+			results.Fail(i, vertex.ResultFallback, err)
 			continue
 		}
-		if err := nc.PublishMsg(&nats.Msg{Subject: subject, Header: h, Data: m.Value}); err != nil {
-			fail(i, vertex.ResultRetry, fmt.Errorf("%w: subject %q: %w", ErrPublish, subject, err))
+		if err := nc.PublishMsg(msg); err != nil {
+			results.Fail(i, vertex.ResultRetry, fmt.Errorf("%w: subject %q: %w", ErrPublish, msg.Subject, err))
 			continue
 		}
 		published++
@@ -85,21 +66,13 @@ func (s *Sink) Write(ctx context.Context, msgs []vertex.Message[[]byte]) ([]vert
 		if err != nil {
 			cause := fmt.Errorf("%w: flush: %w", ErrPublish, err)
 			for i := range msgs {
-				if res == nil || (res[i] == vertex.ResultOK && causes[i] == nil) {
-					fail(i, vertex.ResultRetry, cause)
+				if !results.Failed(i) {
+					results.Fail(i, vertex.ResultRetry, cause)
 				}
 			}
 		}
 	}
-	if res == nil {
-		return nil, nil
-	}
-	for _, r := range res {
-		if r == vertex.ResultRetry {
-			s.failed.Add(1)
-		}
-	}
-	return res, &vertex.WriteError{Causes: causes}
+	return results.Done(&s.failed)
 }
 
 // DefaultRetry is vertex.RemoteRetry: a sink vertex on it retries failed
