@@ -65,5 +65,9 @@
 // makes them (by default the server fsyncs every two minutes, and relies
 // on its replicas in between). A state read back at the start of a run is
 // read from the bucket's stream leader, never from a replica behind it
-// (see leader.go).
+// (see leader.go). A request to the bucket that fails for a reason that
+// heals (the server restarting, a leader election, a timeout: what
+// jetstream.Transient names) is retried for RetryTimeout, as the buffers'
+// appends and reads are, so a server restart that the buffers ride out
+// does not fail a run through a source saving its position (retry.go).
 package jsstorage
