@@ -31,8 +31,8 @@ const rawPublishOutstanding = 4096
 // to one file stream. The pipeline writes every message twice (the map's
 // buffer and the sink's), so the raw loop stores half of what the pipeline
 // stores: it is the floor of one hop, not of the whole pipeline. The
-// pipeline runs on unpacked buffers (jsstorage's default) and on packed
-// ones (jsstorage.Packed), and the raw loop publishes single messages and
+// pipeline runs on packed buffers (jsstorage's default) and on unpacked
+// ones (jsstorage.Unpacked), and the raw loop publishes single messages and
 // 500-item frames.
 //
 //	cd bench && go test -run '^$' -bench JetStreamPipeline -benchtime 200000x -count 5
@@ -60,11 +60,11 @@ func BenchmarkJetStreamPipeline(b *testing.B) {
 		name := "bench-" + strconv.FormatInt(runs.Add(1), 10)
 		benchRunnelMap(b, name, nil, pipeline.WithStorage(st), pipeline.WithCodec(rawInt64))
 	})
-	// The same on packed buffers (jsstorage.Packed: frames of many
-	// messages, one JetStream message and one id per frame).
-	b.Run("storage=jetstream-packed", func(b *testing.B) {
+	// The same on unpacked buffers (jsstorage.Unpacked: one JetStream
+	// message and one id per message).
+	b.Run("storage=jetstream-unpacked", func(b *testing.B) {
 		nc := srv.Connect()
-		st, err := jsstorage.New(nc, jsstorage.ReduceLogDir(b.TempDir()), jsstorage.Packed())
+		st, err := jsstorage.New(nc, jsstorage.ReduceLogDir(b.TempDir()), jsstorage.Unpacked())
 		if err != nil {
 			b.Fatal(err)
 		}

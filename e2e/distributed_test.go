@@ -63,8 +63,9 @@ const (
 	distEnvN    = "RUNNEL_DIST_N"
 	distEnvRate = "RUNNEL_DIST_RATE"
 	distEnvCap  = "RUNNEL_DIST_CAP" // the map's BufferCapacity (default: the vertex default)
-	// distEnvPacked, when set, packs the buffers (jsstorage.Packed).
-	distEnvPacked = "RUNNEL_DIST_PACKED"
+	// distEnvUnpacked, when set, runs the children on unpacked buffers
+	// (jsstorage.Unpacked; packed is the default).
+	distEnvUnpacked = "RUNNEL_DIST_UNPACKED"
 )
 
 func init() { children["dist"] = func() { os.Exit(distChild()) } }
@@ -112,8 +113,8 @@ func distChild() int {
 	defer nc.Close()
 	stOpts := []jsstorage.Option{jsstorage.ReduceLogDir(filepath.Join(dir, "wal")),
 		jsstorage.BufferOptions(jetstream.ClaimTTL(distClaimTTL))}
-	if os.Getenv(distEnvPacked) != "" {
-		stOpts = append(stOpts, jsstorage.Packed())
+	if os.Getenv(distEnvUnpacked) != "" {
+		stOpts = append(stOpts, jsstorage.Unpacked())
 	}
 	st, err := jsstorage.New(nc, stOpts...)
 	if err != nil {

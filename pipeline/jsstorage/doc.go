@@ -31,15 +31,14 @@
 // reopened with another codec for a vertex's values is refused by
 // isb/jetstream (a *jetstream.MismatchError) instead of misreading them.
 //
-// The buffers hold one JetStream message per message. Packed stores each
-// write of a vertex as frames of many messages instead, one JetStream
-// message each: the server's cost per stored message is what bounds a
-// pipeline on JetStream (BenchmarkJetStreamPipeline: 63-77K msg/s
-// unpacked, 300-840K packed on the same machine, docs/benchmarks.md). It
-// is an option, not the default, while a defect of packed buffers in a
-// distributed pipeline is open (see Packed). A buffer's streams record
-// their format, and a pipeline reopened with the other one is refused
-// with a *jetstream.MismatchError (setting "format").
+// The buffers store each write of a vertex as frames of many messages,
+// one JetStream message and one Nats-Msg-Id each (jetstream.Packed): the
+// server's cost per stored message is what bounds a pipeline on JetStream
+// (BenchmarkJetStreamPipeline: 22-77K msg/s with one JetStream message per
+// message, 300-840K packed on the same machine, docs/benchmarks.md).
+// Unpacked keeps one JetStream message per message. A buffer's streams
+// record their format, and a pipeline reopened with the other one is
+// refused with a *jetstream.MismatchError (setting "format").
 //
 // # Capacity
 //

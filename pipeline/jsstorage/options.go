@@ -57,19 +57,17 @@ func BufferOptions(opts ...jetstream.Option) Option {
 	return func(o *options) { o.buffer = append(o.buffer, opts...) }
 }
 
-// Packed stores each write of a vertex as frames of many messages, one
-// JetStream message each (jetstream.Packed), instead of one JetStream
-// message per message of the pipeline: the server's cost per stored
-// message is what bounds a pipeline on JetStream, and packing lifts
-// BenchmarkJetStreamPipeline from 63-77K to 300-840K msg/s on the same
-// machine (docs/benchmarks.md, "Packed appends"). It is not the default:
-// with packed buffers, e2e TestDistributedKillReduce judged 1-5 messages
-// late after a restart of the reduce process in 2 of 5 runs under -race
-// (their watermark ran ahead of them), and 0 of 10 unpacked; until that is
-// understood, packing is for pipelines that can take it. A buffer's
-// streams record their format: a pipeline reopened with the other format
-// is refused with a *jetstream.MismatchError (setting "format").
-func Packed() Option { return func(o *options) { o.packed = true } }
+// Unpacked stores one JetStream message per message of the pipeline in
+// its buffers, instead of frames of many messages (jetstream.Packed, the
+// default): the server's cost per stored message is what bounds a
+// pipeline on JetStream, and packing lifts BenchmarkJetStreamPipeline from
+// 22-77K msg/s unpacked to 300-840K packed on the same machine
+// (docs/benchmarks.md, "Packed appends"). Unpacked buffers are for tools
+// that read the streams message by message, and for a pipeline whose
+// streams were created unpacked: a buffer's streams record their format,
+// and a pipeline reopened with the other one is refused with a
+// *jetstream.MismatchError (setting "format").
+func Unpacked() Option { return func(o *options) { o.packed = false } }
 
 // WatermarkOptions configure the watermark store (jskv.WithReplicas,
 // WithStorage, WithTTL, ...).
@@ -106,7 +104,7 @@ func optErr(option string, value any, reason string) error {
 
 func newConfig(opts []Option) (config, options, error) {
 	o := options{stateReplicas: 1, stateStorage: natsjs.FileStorage, requestTimeout: DefaultRequestTimeout,
-		retryTimeout: jetstream.DefaultRetryTimeout}
+		retryTimeout: jetstream.DefaultRetryTimeout, packed: true}
 	if err := isb.ApplyOptions(&o, "jsstorage.Option", opts); err != nil {
 		return config{}, o, err
 	}

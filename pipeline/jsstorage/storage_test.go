@@ -132,7 +132,8 @@ func TestSourceStateRoundTrip(t *testing.T) {
 
 // TestOpenBufferStreams: a buffer's streams are named by pipeline and
 // vertex, hold the capacity per partition as MaxMsgs and record the
-// codec; another codec is refused when the buffer is opened again.
+// codec and the format (packed by default); another codec or format is
+// refused when the buffer is opened again.
 func TestOpenBufferStreams(t *testing.T) {
 	srv := natstest.Start(t)
 	st := newStorage(t, srv, jsstorage.BufferOptions(jetstream.MemoryStorage()))
@@ -170,11 +171,31 @@ func TestOpenBufferStreams(t *testing.T) {
 		if cfg.MaxMsgs != w[0] || cfg.Metadata["runnel.codec"] != w[1] {
 			t.Errorf("stream %s: MaxMsgs %d, codec %q; want %v, %v", name, cfg.MaxMsgs, cfg.Metadata["runnel.codec"], w[0], w[1])
 		}
+		if f := cfg.Metadata["runnel.format"]; f != "2" {
+			t.Errorf("stream %s: runnel.format %q, want 2 (packed, the default)", name, f)
+		}
 	}
 	spec.Codec = "envelope/msgpack"
 	var me *jetstream.MismatchError
 	if err := open(spec); !errors.As(err, &me) || me.Setting != "codec" {
 		t.Errorf("reopened with another codec: %v, want a *jetstream.MismatchError on the codec", err)
+	}
+	// Unpacked streams record format 1, and a buffer opened in the other
+	// format than its streams' is refused.
+	spec.Codec = "envelope/json"
+	st = newStorage(t, srv, jsstorage.BufferOptions(jetstream.MemoryStorage()), jsstorage.Unpacked())
+	if err := open(spec); !errors.As(err, &me) || me.Setting != "format" {
+		t.Errorf("packed streams opened unpacked: %v, want a *jetstream.MismatchError on the format", err)
+	}
+	if err := open(pipeline.BufferSpec{Pipeline: "p3", Vertex: "sum", Partitions: 1, Codec: "envelope/json"}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(context.Background(), "p3__sum-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := s.CachedInfo().Config.Metadata["runnel.format"]; f != "1" {
+		t.Errorf("an unpacked stream: runnel.format %q, want 1", f)
 	}
 }
 
