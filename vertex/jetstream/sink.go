@@ -127,21 +127,6 @@ func (s *Sink) Write(ctx context.Context, msgs []vertex.Message[[]byte]) ([]vert
 // (vertex.Retry), which wins (see [vertex.RetryDefaulter]).
 func (s *Sink) DefaultRetry() vertex.RetryPolicy { return vertex.RemoteRetry }
 
-// sinkBatchSize is the sink vertex's default BatchSize (see
-// [Sink.DefaultOptions]).
-const sinkBatchSize = 2000
-
-// DefaultOptions makes the sink's vertex read batches of 2,000 messages
-// (vertex.BatchSize; the vertex's own options win) instead of the default
-// 500: a write waits for every acknowledgement of its messages, so the
-// vertex's writes in flight, BatchSize messages over its Concurrency
-// writes, are all the publishes that are pending at once, against the
-// MaxPending (4,096) the client allows (docs/benchmarks.md, "NATS and
-// JetStream connectors").
-func (s *Sink) DefaultOptions() []vertex.Option {
-	return []vertex.Option{vertex.BatchSize(sinkBatchSize)}
-}
-
 // Failed returns how many messages failed to be published (and were
 // answered vertex.ResultRetry) since the sink was made.
 func (s *Sink) Failed() int64 { return s.failed.Load() }

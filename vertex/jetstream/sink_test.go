@@ -5,7 +5,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/runnel-dev/runnel/forwarder"
 	"github.com/runnel-dev/runnel/internal/natstest"
 	"github.com/runnel-dev/runnel/vertex"
 )
@@ -41,22 +40,5 @@ func TestSinkRefusesWhatNATSCannotCarry(t *testing.T) {
 	}
 	if got := readStream(t, js, "out"); len(got) != 1 || string(got[0].Data()) != "ok" {
 		t.Fatalf("the stream holds %d messages, want the one that could be carried", len(got))
-	}
-}
-
-// The sink's vertex defaults to batches of sinkBatchSize (an option the
-// vertex gives wins), and to retrying until the pipeline stops.
-func TestSinkVertexDefaults(t *testing.T) {
-	var _ vertex.OptionsDefaulter = (*Sink)(nil)
-	c, err := forwarder.NewVertexOptions((*Sink)(nil))
-	if err != nil || c.BatchSize != sinkBatchSize {
-		t.Errorf("the sink vertex's BatchSize: %d, %v; want %d", c.BatchSize, err, sinkBatchSize)
-	}
-	c, err = forwarder.NewVertexOptions((*Sink)(nil), vertex.BatchSize(100))
-	if err != nil || c.BatchSize != 100 {
-		t.Errorf("with vertex.BatchSize(100): %d, %v; want 100", c.BatchSize, err)
-	}
-	if got := (*Sink)(nil).DefaultRetry(); got != vertex.RemoteRetry {
-		t.Errorf("DefaultRetry() = %+v, want vertex.RemoteRetry", got)
 	}
 }
