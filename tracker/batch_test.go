@@ -9,7 +9,8 @@ import (
 )
 
 // The batch calls keep Insert and Delete's contract: a reader's batches
-// inserted with InsertBatch and acked in chunks, in any order, with
+// inserted with InsertBatch and acked in chunks (runs of offsets, or every
+// n-th offset as a reduce shard acks), in any order, with
 // DeleteBatch (and some with Delete) leave the same lowest offset,
 // watermark and length after every step as a model of the in-flight set.
 func TestBatchCallsMatchAModel(t *testing.T) {
@@ -77,10 +78,27 @@ func TestBatchCallsMatchAModel(t *testing.T) {
 		} else if len(open) > 0 {
 			i := r.IntN(len(open)) // acks in any order
 			b := &open[i]
-			k := 1 + r.IntN(len(b.offs))
-			lo := r.IntN(len(b.offs) - k + 1)
-			chunk := slices.Clone(b.offs[lo : lo+k])
-			b.offs = slices.Delete(b.offs, lo, lo+k)
+			var chunk []int64
+			if r.IntN(3) == 0 {
+				// A reduce shard's chunk: every stride-th offset of the
+				// batch, ascending with gaps, some wider than findAfter's
+				// scan ahead.
+				stride, phase := 1+r.IntN(20), r.IntN(len(b.offs))
+				var rest []int64
+				for j, o := range b.offs {
+					if j >= phase && (j-phase)%stride == 0 {
+						chunk = append(chunk, o)
+					} else {
+						rest = append(rest, o)
+					}
+				}
+				b.offs = rest
+			} else {
+				k := 1 + r.IntN(len(b.offs))
+				lo := r.IntN(len(b.offs) - k + 1)
+				chunk = slices.Clone(b.offs[lo : lo+k])
+				b.offs = slices.Delete(b.offs, lo, lo+k)
+			}
 			if r.IntN(4) == 0 {
 				for _, o := range chunk {
 					tr.Delete(b.part, o)
