@@ -23,6 +23,9 @@ import (
 // backends logged, those of errNotYet apart, as a figure: how many there
 // are depends on timing, so it asserts none.
 func TestClusterSuite(t *testing.T) {
+	if raceEnabled {
+		t.Skip("under -race the cluster runs the packed suites (TestClusterPackedSuite); the plain run does this one (race_off_test.go)")
+	}
 	c := natstest.StartCluster(t, 3)
 	core, logs := observer.New(zapcore.WarnLevel)
 	isbtest.RunStorage(t, storageOn(c.Connect(), jetstream.Replicas(3), jetstream.Logger(zap.New(core))))
