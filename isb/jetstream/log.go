@@ -359,18 +359,17 @@ func (l *log[T]) Commit(ctx context.Context, group string, offset int64) error {
 
 // get reads group's commit from the bucket.
 func (l *log[T]) get(ctx context.Context, group string) (off int64, rev uint64, ok bool, err error) {
-	e, err := l.b.commits.Get(ctx, l.b.names.key(l.p, group))
-	if errors.Is(err, natsjs.ErrKeyNotFound) {
-		return 0, 0, false, nil
-	}
-	if err != nil {
+	// From the leader (see leaderEntry): a follower may still hold a
+	// commit that DeleteGroup purged, or one another process has moved.
+	v, rev, live, err := leaderEntry(ctx, l.b.nc, l.b.names.bucket, l.b.names.key(l.p, group))
+	if err != nil || !live {
 		return 0, 0, false, err
 	}
-	off, err = strconv.ParseInt(string(e.Value()), 10, 64)
+	off, err = strconv.ParseInt(string(v), 10, 64)
 	if err != nil {
-		return 0, 0, false, &StreamError{Stream: l.stream, Op: "commit", Err: errors.New("commit of group in bucket is not an offset: " + strconv.Quote(string(e.Value())))}
+		return 0, 0, false, &StreamError{Stream: l.stream, Op: "commit", Err: errors.New("commit of group in bucket is not an offset: " + strconv.Quote(string(v)))}
 	}
-	return off, e.Revision(), true, nil
+	return off, rev, true, nil
 }
 
 // Committed reads group's commit from the bucket, so that a member
