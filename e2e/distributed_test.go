@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/runnel-dev/runnel/internal/crashtest"
 	"github.com/runnel-dev/runnel/internal/natstest"
+	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/isb/jetstream"
 	"github.com/runnel-dev/runnel/pipeline"
 	"github.com/runnel-dev/runnel/pipeline/jsstorage"
@@ -52,6 +54,12 @@ const (
 	// restart within it is refused (exit code distTaken) and retried.
 	distClaimTTL = 2 * time.Second
 	distTaken    = 3 // a child's exit code when its replica is still claimed
+	// distLost is a child's exit code when its run failed because it lost
+	// a claim (isb.ErrClaimLost): no renewal succeeded for a whole
+	// distClaimTTL, as when the server restarts on a loaded machine. The
+	// run must stop then (the replica may be another process's by now);
+	// what a supervisor does, the harness does: it starts the role again.
+	distLost = 4
 )
 
 var distBase = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -154,6 +162,10 @@ func distChild() int {
 		if errors.Is(err, pipeline.ErrReplicaTaken) {
 			crashtest.Printf("T %v", err)
 			return distTaken
+		}
+		if errors.Is(err, isb.ErrClaimLost) {
+			crashtest.Printf("L %v", err)
+			return distLost
 		}
 		return childFail("run %s: %v", role.String(), err)
 	}
@@ -261,29 +273,45 @@ func (d *distRun) waitResults(n int, timeout time.Duration) bool {
 	return false
 }
 
+// procsNow returns the processes by role as they are now.
+func (d *distRun) procsNow() map[string]*crashtest.Child {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.procs)
+}
+
+// states describes every process: its exit state and what it printed.
+func (d *distRun) states() string {
+	var out []string
+	for r, c := range d.procsNow() {
+		out = append(out, fmt.Sprintf("%s: %v %q", r, c.State(), c.Lines()))
+	}
+	return strings.Join(out, "; ")
+}
+
 // restartTaken starts again each process that found its replica still
 // claimed by the process killed before it (exit code distTaken: start gives
-// a process a second to say so, and a loaded machine may take longer), and
-// fails the test at once when one exited with an error, with what it said,
-// rather than leaving the caller to wait for results that cannot come.
+// a process a second to say so, and a loaded machine may take longer) or
+// that lost a claim (distLost, logged), and
+// fails the test at once when one exited with an error, with what every
+// process said, rather than leaving the caller to wait for results that
+// cannot come. A process the test killed is replaced in d.procs by its
+// restart before this looks again, so one found ended by a signal died of
+// something else. It holds no lock when it fails the test.
 func (d *distRun) restartTaken(doing string) {
 	d.t.Helper()
-	var taken []string
-	d.mu.Lock()
-	for role, c := range d.procs {
+	for role, c := range d.procsNow() {
 		st := c.State()
 		switch {
-		case st == nil || st.ExitCode() <= 0:
+		case st == nil || st.ExitCode() == 0:
 		case st.ExitCode() == distTaken:
-			taken = append(taken, role)
+			d.start(role)
+		case st.ExitCode() == distLost:
+			d.t.Logf("%s: role %s lost a claim and is started again: %q", doing, role, c.Lines())
+			d.start(role)
 		default:
-			d.mu.Unlock()
-			d.t.Fatalf("%s: role %s exited with %v: %q", doing, role, st, c.Lines())
+			d.t.Fatalf("%s: role %s exited with %v; processes: %s", doing, role, st, d.states())
 		}
-	}
-	d.mu.Unlock()
-	for _, role := range taken {
-		d.start(role)
 	}
 }
 
@@ -292,27 +320,12 @@ func (d *distRun) restartTaken(doing string) {
 func (d *distRun) wait(timeout time.Duration) {
 	d.t.Helper()
 	deadline := time.Now().Add(timeout)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	states := func() string {
-		var out []string
-		for r, c := range d.procs {
-			out = append(out, fmt.Sprintf("%s: %v %q", r, c.State(), c.Lines()))
-		}
-		return strings.Join(out, "; ")
-	}
 	for {
-		d.mu.Unlock()
 		d.restartTaken("waiting for the processes to end")
-		d.mu.Lock()
 		running := 0
-		for role, c := range d.procs {
-			st := c.State()
-			switch {
-			case st == nil:
+		for _, c := range d.procsNow() {
+			if c.State() == nil {
 				running++
-			case st.ExitCode() != 0:
-				d.t.Fatalf("role %s exited with %v; processes: %s", role, st, states())
 			}
 		}
 		if running == 0 {
@@ -320,7 +333,7 @@ func (d *distRun) wait(timeout time.Duration) {
 		}
 		if time.Now().After(deadline) {
 			d.t.Fatalf("%d processes did not end within %v; results so far %d of %d; processes: %s", running, timeout,
-				len(readLines(d.t, filepath.Join(d.dir, "results.txt"))), d.windows()*distKeys, states())
+				len(readLines(d.t, filepath.Join(d.dir, "results.txt"))), d.windows()*distKeys, d.states())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
