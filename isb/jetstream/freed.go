@@ -2,9 +2,10 @@ package jetstream
 
 import (
 	"context"
-	"errors"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/runnel-dev/runnel/internal/kvleader"
 )
 
 // A KV Create is not safe on a replicated bucket: once its compare-and-set
@@ -41,16 +42,5 @@ func leaderEntry(ctx context.Context, nc *nats.Conn, bucket, key string) (value 
 	if err != nil {
 		return nil, 0, false, err
 	}
-	m, err := js.GetLastMsg("KV_"+bucket, "$KV."+bucket+"."+key, nats.Context(ctx))
-	if errors.Is(err, nats.ErrMsgNotFound) {
-		return nil, 0, false, nil
-	}
-	if err != nil {
-		return nil, 0, false, err
-	}
-	switch m.Header.Get("KV-Operation") {
-	case "DEL", "PURGE":
-		return nil, m.Sequence, false, nil
-	}
-	return m.Data, m.Sequence, true, nil
+	return kvleader.Last(ctx, js, bucket, key)
 }

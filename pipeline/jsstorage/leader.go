@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnel-dev/runnel/internal/kvleader"
 )
 
 // The state bucket is read from its stream's leader. nats.go's KV Get is a
@@ -60,16 +61,6 @@ func (s *Storage) bucket(ctx context.Context, p string) (natsjs.KeyValue, error)
 
 // read returns key's last message in bucket, from the leader.
 func (s *Storage) read(ctx context.Context, bucket, key string) (entry, error) {
-	m, err := s.legacy.GetLastMsg("KV_"+bucket, "$KV."+bucket+"."+key, nats.Context(ctx))
-	if errors.Is(err, nats.ErrMsgNotFound) {
-		return entry{}, nil
-	}
-	if err != nil {
-		return entry{}, err
-	}
-	switch m.Header.Get("KV-Operation") {
-	case "DEL", "PURGE":
-		return entry{rev: m.Sequence}, nil
-	}
-	return entry{value: m.Data, rev: m.Sequence, live: true}, nil
+	v, rev, live, err := kvleader.Last(ctx, s.legacy, bucket, key)
+	return entry{value: v, rev: rev, live: live}, err
 }
