@@ -177,6 +177,19 @@ type Lease interface {
 	// partitions now). The consumer then stops: its Pull returns
 	// ErrClaimLost instead of reading beside the new owner.
 	Lost() <-chan struct{}
+	// Doubt is nil while the claim is known to be held. Once storage has
+	// gone a whole claim TTL without confirming it (the server unreachable,
+	// or its replies lost), it is a channel closed when storage answers
+	// again: either the claim was still this consumer's, and Doubt is nil
+	// again, or it was not, and Lost is closed. Pull reads nothing while
+	// the claim is in doubt, since another process may own the partitions
+	// by then; commits go on (shared storage keeps the higher commit).
+	//
+	// Why not lose the claim at once: a process that could not reach the
+	// server for a while (a server restart, a loaded machine) would stop
+	// although nobody took its partitions, and only a restart of the whole
+	// process would resume it.
+	Doubt() <-chan struct{}
 	// Release gives the partitions back. It is called once.
 	Release() error
 }
@@ -187,5 +200,6 @@ var NoLease Lease = noLease{}
 
 type noLease struct{}
 
-func (noLease) Lost() <-chan struct{} { return nil }
-func (noLease) Release() error        { return nil }
+func (noLease) Lost() <-chan struct{}  { return nil }
+func (noLease) Doubt() <-chan struct{} { return nil }
+func (noLease) Release() error         { return nil }

@@ -286,6 +286,11 @@ func (c *PullConsumer[T]) Pull(ctx context.Context) (Batch[T], error) {
 	var timers pullTimers
 	defer timers.stop()
 	for {
+		if t.caps.Shared {
+			if held, err := c.awaitClaim(ctx, &timers); !held || err != nil {
+				return Batch[T]{}, err
+			}
+		}
 		if b, ok, err := c.read(ctx); ok || err != nil {
 			return b, err
 		}
@@ -331,6 +336,35 @@ func (c *PullConsumer[T]) Pull(ctx context.Context) (Batch[T], error) {
 		}
 		if err := c.usable(); err != nil {
 			return Batch[T]{}, err
+		}
+	}
+}
+
+// awaitClaim waits while shared storage is in doubt whether the
+// consumer's claim still holds (Lease.Doubt), so that it never reads
+// beside a process that may own its partitions by now. It reports held
+// once the claim is confirmed, and false with a nil error when MaxWait
+// ended first; ErrClaimLost once the claim is lost, ErrClosed or ctx's
+// error when those end the wait.
+func (c *PullConsumer[T]) awaitClaim(ctx context.Context, timers *pullTimers) (held bool, err error) {
+	for {
+		doubt := c.lease.Doubt()
+		if doubt == nil {
+			return true, nil
+		}
+		timers.start(c.cfg.maxWait, c.stallEvery())
+		select {
+		case <-doubt:
+		case <-c.lease.Lost():
+			return false, c.lostErr()
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-c.done:
+			return false, ErrClosed
+		case <-c.topic.done:
+			return false, ErrClosed
+		case <-timers.maxWait.C:
+			return false, nil
 		}
 	}
 }

@@ -164,6 +164,29 @@ func (s *SharedStore[T]) Expire(group string) {
 	}
 }
 
+// Doubt puts the claims of group's partitions in doubt, as storage does
+// when it could not confirm a lease for a whole TTL (Lease.Doubt): their
+// consumers read nothing until settle says whether the claims held
+// (held) or were taken away (as Expire does).
+func (s *SharedStore[T]) Doubt(group string) (settle func(held bool)) {
+	s.mu.Lock()
+	var leases []*sharedLease
+	for _, l := range s.claims[group] {
+		l.setDoubt(true)
+		leases = append(leases, l)
+	}
+	s.mu.Unlock()
+	return func(held bool) {
+		if !held {
+			s.Expire(group)
+			return
+		}
+		for _, l := range leases {
+			l.setDoubt(false)
+		}
+	}
+}
+
 func (s *SharedStore[T]) appendLocked(p int, items []T) (int64, error) {
 	pt := s.parts[p]
 	tail := pt.tail.Load()
@@ -305,17 +328,40 @@ type sharedLease struct {
 	lost    chan struct{}
 	lostSet bool // guarded by the store's mu
 	release func() error
+
+	doubtMu sync.Mutex
+	doubt   chan struct{} // non-nil while in doubt (Doubt); guarded by doubtMu
 }
 
 func (l *sharedLease) Lost() <-chan struct{} { return l.lost }
 func (l *sharedLease) Release() error        { return l.release() }
 
-// lose closes lost once; the store's mu is held.
+func (l *sharedLease) Doubt() <-chan struct{} {
+	l.doubtMu.Lock()
+	defer l.doubtMu.Unlock()
+	return l.doubt
+}
+
+// setDoubt puts the lease in doubt (on) or ends its doubt (off).
+func (l *sharedLease) setDoubt(on bool) {
+	l.doubtMu.Lock()
+	defer l.doubtMu.Unlock()
+	switch {
+	case on && l.doubt == nil:
+		l.doubt = make(chan struct{})
+	case !on && l.doubt != nil:
+		close(l.doubt)
+		l.doubt = nil
+	}
+}
+
+// lose closes lost once and ends a doubt; the store's mu is held.
 func (l *sharedLease) lose() {
 	if !l.lostSet {
 		l.lostSet = true
 		close(l.lost)
 	}
+	l.setDoubt(false)
 }
 
 // Close detaches from the store: its topic is woken no more, and its

@@ -3,6 +3,7 @@ package isbtest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -271,6 +272,87 @@ func TestSharedClaimLost(t *testing.T) {
 	defer c2.Close()
 	if b, err := c2.Pull(ctx); err != nil || b.Offset != 1 || len(b.Items) != 1 || b.Items[0].Seq != 1 {
 		t.Fatalf("Pull of the new member = offset %d %v, %v; want offset 1 [seq 1]", b.Offset, b.Items, err)
+	}
+}
+
+// A claim in doubt (storage could not confirm it for a whole TTL) holds
+// back the consumer's reads but does not end it: a Pull delivers nothing
+// while in doubt, even with items waiting, and MaxWait still bounds it;
+// once storage confirms the claim, the same Pull delivers, from where
+// the consumer was; commits go through meanwhile. A doubt that ends in a
+// lost claim ends the blocked Pull with ErrClaimLost.
+func TestSharedClaimInDoubt(t *testing.T) {
+	ctx := testCtx(t)
+	store := isbtest.NewSharedStore[isbtest.Item]()
+	tp, err := sharedTopic(t, store, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod := tp.Producer(nil)
+	if err := prod.ProduceBatch(ctx, []isbtest.Item{{Seq: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := tp.JoinGroup("g", 0, 1, isb.ManualCommit(), isb.MaxWait(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if b, err := c.Pull(ctx); err != nil || len(b.Items) != 1 {
+		t.Fatalf("Pull = %v, %v; want 1 item", b.Items, err)
+	}
+	settle := store.Doubt("g")
+	if err := prod.ProduceBatch(ctx, []isbtest.Item{{Seq: 1}, {Seq: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := c.Pull(ctx); err != nil || len(b.Items) != 0 {
+		t.Fatalf("Pull while the claim is in doubt = %v, %v; want nothing after MaxWait", b.Items, err)
+	}
+	if err := c.CommitTo(0, 1); err != nil {
+		t.Fatalf("CommitTo while the claim is in doubt: %v", err)
+	}
+	pulled := make(chan isb.Batch[isbtest.Item], 1)
+	errs := make(chan error, 1)
+	go func() {
+		for {
+			b, err := c.Pull(ctx)
+			if err != nil || len(b.Items) > 0 {
+				pulled <- b
+				errs <- err
+				return
+			}
+		}
+	}()
+	select {
+	case b := <-pulled:
+		t.Fatalf("Pull delivered %v (%v) while the claim was in doubt", b.Items, <-errs)
+	case <-time.After(50 * time.Millisecond): // a few MaxWaits: nothing may come
+	}
+	settle(true)
+	b := <-pulled
+	if err := <-errs; err != nil || b.Offset != 1 || len(b.Items) != 2 || b.Items[0].Seq != 1 {
+		t.Fatalf("Pull once the claim is confirmed = offset %d %v, %v; want offset 1 [seq 1, seq 2]", b.Offset, b.Items, err)
+	}
+	if off, _ := store.Committed(0, "g"); off != 1 {
+		t.Fatalf("store holds commit %d, want 1 (committed while in doubt)", off)
+	}
+
+	settle = store.Doubt("g")
+	if err := prod.ProduceBatch(ctx, []isbtest.Item{{Seq: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	lost := make(chan error, 1)
+	go func() {
+		for {
+			b, err := c.Pull(context.Background())
+			if err != nil || len(b.Items) > 0 {
+				lost <- fmt.Errorf("items %v: %w", b.Items, err)
+				return
+			}
+		}
+	}()
+	settle(false)
+	if err := <-lost; !errors.Is(err, isb.ErrClaimLost) {
+		t.Fatalf("Pull when the doubt ends in a lost claim = %v, want ErrClaimLost and no items", err)
 	}
 }
 

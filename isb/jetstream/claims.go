@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
@@ -20,10 +22,19 @@ import (
 // (ClaimTTL) expires the claims of a process that died without closing.
 //
 // A claim is an isb.Lease. It is lost when a renewal finds the key gone or
-// rewritten (it expired, and another process may hold it now), or when no
-// renewal has succeeded for a whole ClaimTTL (the server may have expired
-// it while unreachable): the consumer then stops with isb.ErrClaimLost
-// instead of reading beside a new owner.
+// holding another process's id (it expired, and another process may hold
+// it now): the consumer then stops with isb.ErrClaimLost instead of
+// reading beside a new owner. When no renewal has succeeded for a whole
+// ClaimTTL (the server unreachable or restarting, or its replies lost), the
+// server may have expired the key: the claim is in doubt (Lease.Doubt) and
+// the consumer reads nothing until a renewal reaches the server. The
+// claim holds, and reading resumes, when that renewal proves nobody took
+// the key meanwhile (renewKey): it is still at the claim's revision, or it
+// holds this backend's id at a later one, or it expired so recently that
+// another process's claim of it would still be on record. Losing the claim
+// at once instead stopped processes that a server restart on a loaded
+// machine had kept from renewing for 2 s, though nobody had taken their
+// partitions, and only a restart of the process resumed them.
 
 // claim is the claimed keys of one consumer.
 type claim struct {
@@ -33,9 +44,23 @@ type claim struct {
 	keys    []string
 	stream  []string
 	revs    []uint64
-	renewed time.Time     // the last time every key was renewed (or created)
+	sent    []time.Time   // when the request that wrote revs[i] was sent
 	lost    chan struct{} // closed once, by markLost
 	isLost  bool          // guarded by mu
+	doubted bool          // the doubt was logged; guarded by mu
+
+	// The claim is in doubt from a TTL after confirmed, the time (since
+	// epoch, so monotonic) the oldest of its keys' last writes was sent:
+	// the server stamped that write later, so none of the keys can have
+	// expired before. Doubt reads it without mu, which a renewal holds
+	// across server requests.
+	ttl       time.Duration
+	epoch     time.Time
+	confirmed atomic.Int64
+	// doubt is non-nil while the claim is in doubt (set by Doubt, once it
+	// finds confirmed a TTL old); closed and cleared when a renewal
+	// settles the doubt or the claim is lost.
+	doubt atomic.Pointer[chan struct{}]
 
 	releaseOnce sync.Once
 	releaseErr  error
@@ -44,6 +69,58 @@ type claim struct {
 
 // Lost is closed once the claim is lost (see above).
 func (c *claim) Lost() <-chan struct{} { return c.lost }
+
+// Doubt is non-nil while the claim is in doubt (see above).
+func (c *claim) Doubt() <-chan struct{} {
+	for {
+		if p := c.doubt.Load(); p != nil {
+			return *p
+		}
+		if !c.unconfirmed() {
+			return nil
+		}
+		ch := make(chan struct{})
+		if !c.doubt.CompareAndSwap(nil, &ch) {
+			continue // another caller, or a settle, was first
+		}
+		if !c.unconfirmed() { // a renewal confirmed it meanwhile
+			if c.doubt.CompareAndSwap(&ch, nil) {
+				close(ch)
+			}
+			return nil
+		}
+		return ch
+	}
+}
+
+// unconfirmed reports whether the server may have expired a key of the
+// claim: a TTL has passed since confirmed.
+func (c *claim) unconfirmed() bool {
+	return time.Since(c.epoch)-time.Duration(c.confirmed.Load()) >= c.ttl
+}
+
+// confirm records that every key was written at or after the times in
+// sent, and settles a doubt; mu is held.
+func (c *claim) confirm() (wasInDoubt bool) {
+	oldest := c.sent[0]
+	for _, t := range c.sent[1:] {
+		if t.Before(oldest) {
+			oldest = t
+		}
+	}
+	c.confirmed.Store(int64(oldest.Sub(c.epoch)))
+	c.doubted = false
+	return c.settle()
+}
+
+// settle ends a doubt, held or lost; mu is held.
+func (c *claim) settle() (wasInDoubt bool) {
+	if p := c.doubt.Swap(nil); p != nil {
+		close(*p)
+		return true
+	}
+	return false
+}
 
 // Release gives the partitions back, unless Close released them already.
 func (c *claim) Release() error {
@@ -62,6 +139,7 @@ func (c *claim) markLost(why string, err error) {
 	}
 	c.isLost = true
 	close(c.lost)
+	c.settle()
 	c.b.log.Error("jetstream: claim lost", zap.String("group", c.group), zap.Strings("streams", c.stream),
 		zap.String("why", why), zap.Error(err))
 }
@@ -70,22 +148,25 @@ func (c *claim) markLost(why string, err error) {
 // parameter.
 type backendClaims struct {
 	kv      natsjs.KeyValue
+	nc      *nats.Conn
+	bucket  string
 	id      string
 	timeout time.Duration
 	log     *zap.Logger
 }
 
 func (b *Backend[T]) claimsOf() *backendClaims {
-	return &backendClaims{kv: b.claims, id: b.id, timeout: b.cfg.requestTimeout, log: b.cfg.log}
+	return &backendClaims{kv: b.claims, nc: b.nc, bucket: b.names.claims(), id: b.id, timeout: b.cfg.requestTimeout, log: b.cfg.log}
 }
 
 // Claim makes this backend the only reader of partitions of group until
 // the lease is released or lost, in every process: a partition claimed
 // already is an error matching isb.ErrGroupInUse, and nothing is claimed.
 func (b *Backend[T]) Claim(group string, partitions []int) (isb.Lease, error) {
-	c := &claim{b: b.claimsOf(), group: group, lost: make(chan struct{}), renewed: time.Now(), backend: b}
+	c := &claim{b: b.claimsOf(), group: group, lost: make(chan struct{}), ttl: b.cfg.claimTTL, epoch: time.Now(), backend: b}
 	for _, p := range partitions {
 		key := b.names.key(p, group)
+		sent := time.Now()
 		ctx, cancel := context.WithTimeout(b.ctx, b.cfg.requestTimeout)
 		rev, err := c.b.kv.Create(ctx, key, []byte(b.id))
 		if errors.Is(err, natsjs.ErrKeyExists) {
@@ -105,6 +186,10 @@ func (b *Backend[T]) Claim(group string, partitions []int) (isb.Lease, error) {
 			return nil, streamErr(b.names.stream(p), "claim", err)
 		}
 		c.keys, c.stream, c.revs = append(c.keys, key), append(c.stream, b.names.stream(p)), append(c.revs, rev)
+		c.sent = append(c.sent, sent)
+	}
+	if len(c.keys) > 0 {
+		c.confirm()
 	}
 	b.claimMu.Lock()
 	if b.held == nil {
@@ -156,28 +241,28 @@ func (c *claim) release() error {
 	return errors.Join(errs...)
 }
 
-// renew extends every claimed key's lease, and marks the claim lost when
-// a key is gone or rewritten, or when renewals failed for a whole TTL.
-func (c *claim) renew(ctx context.Context, ttl time.Duration) {
+// renew extends every claimed key's lease and reports whether every
+// renewal reached the server. It marks the claim lost when a key is gone
+// or holds another process's id, and in doubt when renewals failed for a
+// whole TTL; a renewal that succeeds settles a doubt.
+func (c *claim) renew(ctx context.Context, ttl time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.isLost {
-		return
+		return true
 	}
 	ok := true
-	for i, key := range c.keys {
-		rctx, cancel := context.WithTimeout(ctx, c.b.timeout)
-		rev, err := c.b.kv.Update(rctx, key, []byte(c.b.id), c.revs[i])
-		cancel()
+	for i := range c.keys {
+		rev, err := c.renewKey(ctx, i, ttl)
 		if err != nil {
 			if ctx.Err() != nil {
-				return // closing
+				return true // closing
 			}
 			if !transient(err) {
 				// Expired and deleted, or taken over by another process:
 				// it cannot be taken back.
 				c.markLost("the claim's key is gone or another process holds it", err)
-				return
+				return true
 			}
 			ok = false
 			c.b.log.Warn("jetstream: claim not renewed", zap.String("stream", c.stream[i]),
@@ -188,15 +273,72 @@ func (c *claim) renew(ctx context.Context, ttl time.Duration) {
 	}
 	switch {
 	case ok:
-		c.renewed = time.Now()
-	case time.Since(c.renewed) >= ttl:
-		c.markLost("no renewal reached the server for a whole ClaimTTL", nil)
+		if c.confirm() {
+			c.b.log.Info("jetstream: claim confirmed: reading resumes", zap.String("group", c.group),
+				zap.Strings("streams", c.stream))
+		}
+	case !c.doubted && c.Doubt() != nil:
+		c.doubted = true
+		c.b.log.Warn("jetstream: claim in doubt: no renewal reached the server for a whole ClaimTTL; reading paused until one does",
+			zap.String("group", c.group), zap.Strings("streams", c.stream), zap.Duration("claimTTL", ttl))
 	}
+	return ok
 }
 
-// renewLoop renews the claims held, every third of ClaimTTL.
+// renewKey renews the claim's i-th key at its revision. On a conflict it
+// asks the claims stream's leader, and renews anyway in two cases where
+// nobody else can have held the key since:
+//   - it holds this backend's id at a later revision: a renewal the server
+//     applied but whose reply was lost (a timeout, a reconnect). Only this
+//     backend writes its id, and only while it holds the claim;
+//   - it has no message at all, and the last write of it was sent less
+//     than two TTLs ago: it expired while the server could not be reached
+//     (a restart). Another process could claim it only once it expired, a
+//     TTL after that write at the earliest, and whatever that process wrote
+//     (its claim, the delete marker of its release) would still be there,
+//     for a TTL more.
+//
+// Anything else is the conflict: the claim is lost.
+func (c *claim) renewKey(ctx context.Context, i int, ttl time.Duration) (uint64, error) {
+	rctx, cancel := context.WithTimeout(ctx, c.b.timeout)
+	defer cancel()
+	sent := time.Now()
+	rev, err := c.b.kv.Update(rctx, c.keys[i], []byte(c.b.id), c.revs[i])
+	if err == nil {
+		c.sent[i] = sent
+		return rev, nil
+	}
+	if !casConflict(err) {
+		return 0, err
+	}
+	val, cur, live, lerr := leaderEntry(rctx, c.b.nc, c.b.bucket, c.keys[i])
+	switch {
+	case lerr != nil:
+		return 0, lerr // transient or not, as the read says
+	case live && string(val) == c.b.id:
+		sent = time.Now()
+		rev, err = c.b.kv.Update(rctx, c.keys[i], []byte(c.b.id), cur)
+	case !live && cur == 0 && time.Since(c.sent[i]) < 2*ttl:
+		sent = time.Now()
+		rev, err = c.b.kv.Create(rctx, c.keys[i], []byte(c.b.id))
+		if err == nil {
+			c.b.log.Warn("jetstream: claim expired while the server could not be reached, and nobody took it: claimed again",
+				zap.String("stream", c.stream[i]), zap.String("group", c.group))
+		}
+	default:
+		return 0, err
+	}
+	if err == nil {
+		c.sent[i] = sent
+	}
+	return rev, err
+}
+
+// renewLoop renews the claims held, every third of ClaimTTL, and every
+// thirtieth while a renewal fails (so that a doubt settles soon after the
+// server answers again).
 func (b *Backend[T]) renewLoop() {
-	t := time.NewTicker(b.cfg.claimTTL / 3)
+	t := time.NewTimer(b.cfg.claimTTL / 3)
 	defer t.Stop()
 	for {
 		select {
@@ -210,8 +352,12 @@ func (b *Backend[T]) renewLoop() {
 			held = append(held, c)
 		}
 		b.claimMu.Unlock()
+		next := b.cfg.claimTTL / 3
 		for _, c := range held {
-			c.renew(b.ctx, b.cfg.claimTTL)
+			if !c.renew(b.ctx, b.cfg.claimTTL) {
+				next = b.cfg.claimTTL / 30
+			}
 		}
+		t.Reset(next)
 	}
 }

@@ -273,9 +273,11 @@
 //     closes; no call runs under the consumer's lock, so a server outage
 //     stalls neither its commits nor its Close. Committed and Groups
 //     return errors: a group whose commit cannot be read fails the join.
-//   - A claim is an isb.Lease, lost when its key is gone or rewritten or
-//     no renewal succeeded for a ClaimTTL: the consumer stops with
-//     isb.ErrClaimLost.
+//   - A claim is an isb.Lease, lost when a renewal finds its key taken or
+//     deleted: the consumer stops with isb.ErrClaimLost. When no renewal
+//     succeeded for a ClaimTTL it is in doubt (isb.Lease.Doubt) and the
+//     consumer reads nothing, until a renewal proves nobody took the key
+//     (claims.go): a server outage of up to two ClaimTTLs is ridden out.
 //   - A blocked Pull learns of a stream deleted under it through Watch:
 //     the tail moves one past what was stored, so the Pull reads and gets
 //     ErrStreamDeleted. A blocking wait per partition would cost a
