@@ -321,12 +321,20 @@ func (l *log[T]) Commit(ctx context.Context, group string, offset int64) error {
 	parent, stop := bound(ctx, l.b.ctx)
 	defer stop()
 	return l.request(parent, "commit", func(ctx context.Context) error {
+		var deleted uint64 // the revision of the key's delete marker, as the leader last said
 		for {
 			var err error
 			var next uint64
-			if rev := l.cas(group); rev != 0 {
+			switch rev := l.cas(group); {
+			case rev != 0:
 				next, err = l.b.commits.Update(ctx, key, val, rev)
-			} else {
+			case deleted != 0:
+				// Not Create: on a key with a delete marker, nats.go's
+				// Create reads the marker's revision with a direct get,
+				// which a follower behind the purge may answer (see
+				// freed.go), so it could fail again and again on R3.
+				next, err = l.b.commits.Update(ctx, key, val, deleted)
+			default:
 				next, err = l.b.commits.Create(ctx, key, val)
 			}
 			if err == nil {
@@ -343,6 +351,10 @@ func (l *log[T]) Commit(ctx context.Context, group string, offset int64) error {
 			if err != nil {
 				return err
 			}
+			deleted = 0
+			if !ok {
+				deleted = rev
+			}
 			l.cmu.Lock()
 			if ok {
 				l.commits[group] = entry{off: stored, rev: rev}
@@ -357,13 +369,17 @@ func (l *log[T]) Commit(ctx context.Context, group string, offset int64) error {
 	})
 }
 
-// get reads group's commit from the bucket.
+// get reads group's commit from the bucket: ok false when there is none,
+// with the revision of its delete marker (rev 0: never written or expired).
 func (l *log[T]) get(ctx context.Context, group string) (off int64, rev uint64, ok bool, err error) {
 	// From the leader (see leaderEntry): a follower may still hold a
 	// commit that DeleteGroup purged, or one another process has moved.
 	v, rev, live, err := leaderEntry(ctx, l.b.nc, l.b.names.bucket, l.b.names.key(l.p, group))
-	if err != nil || !live {
+	if err != nil {
 		return 0, 0, false, err
+	}
+	if !live {
+		return 0, rev, false, nil
 	}
 	off, err = strconv.ParseInt(string(v), 10, 64)
 	if err != nil {
