@@ -461,15 +461,6 @@ func TestDistributedKillMap(t *testing.T) {
 func TestDistributedKillReduce(t *testing.T) {
 	const n = 20_000
 	d := newDistRun(t, n, 2000)
-	// The pipeline resumes by itself: no process may stop on a lost claim
-	// (the harness would otherwise start it again, as a supervisor does).
-	// A claim whose key expired during the restart, with nobody taking it,
-	// is claimed again if the last renewal was sent less than two ClaimTTLs
-	// before (isb/jetstream claims.go); the default 10 s gives a loaded
-	// machine's restart that margin, where the other tests' 2 s (kept short
-	// for their kills) would not.
-	d.env = []string{distEnvClaimTTL + "=" + jetstream.DefaultClaimTTL.String()}
-	d.lostFails = true
 	for _, r := range distRoles {
 		d.start(r)
 	}
@@ -491,6 +482,15 @@ func TestDistributedKillReduce(t *testing.T) {
 func TestDistributedNATSRestart(t *testing.T) {
 	const n = 20_000
 	d := newDistRun(t, n, 2000)
+	// The pipeline resumes by itself: no process may stop on a lost claim
+	// (the harness would otherwise start it again, as a supervisor does).
+	// A claim whose key expired during the restart, with nobody taking it,
+	// is claimed again if the last renewal was sent less than two ClaimTTLs
+	// before (isb/jetstream claims.go); the default 10 s gives a loaded
+	// machine's restart that margin, where the other tests' 2 s (kept short
+	// for their kills) would not.
+	d.env = []string{distEnvClaimTTL + "=" + jetstream.DefaultClaimTTL.String()}
+	d.lostFails = true
 	for _, r := range distRoles {
 		d.start(r)
 	}

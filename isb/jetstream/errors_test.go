@@ -273,3 +273,33 @@ func seqs(p, from, n int) []isbtest.Item {
 	}
 	return items
 }
+
+// Transient tells what heals (a server restarting, a stream without a
+// leader yet, a timeout) from what does not, in the errors of both of
+// nats.go's JetStream APIs: the leader reads (internal/kvleader) use the
+// older one, whose 503 is another type. A renewal of a claim that read
+// such a 503 as final lost the claim during a server restart.
+func TestTransient(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"timeout", nats.ErrTimeout, true},
+		{"deadline", fmt.Errorf("read: %w", context.DeadlineExceeded), true},
+		{"reconnecting", nats.ErrConnectionReconnecting, true},
+		{"no responders", nats.ErrNoResponders, true},
+		{"503", &natsjs.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}, true},
+		{"503 of the older API", fmt.Errorf("get: %w", &nats.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}), true},
+		{"JetStream not enabled, older API", &nats.APIError{Code: 503, ErrorCode: nats.JSErrCodeJetStreamNotEnabled}, true},
+		{"storage full", &natsjs.APIError{Code: 503, ErrorCode: 10077, Description: "maximum messages exceeded"}, false},
+		{"stream not found", &natsjs.APIError{Code: 404, ErrorCode: natsjs.JSErrCodeStreamNotFound}, false},
+		{"stream not found, older API", &nats.APIError{Code: 404, ErrorCode: nats.JSErrCodeStreamNotFound}, false},
+		{"wrong last sequence", &natsjs.APIError{Code: 400, ErrorCode: 10071}, false},
+		{"closed", nats.ErrConnectionClosed, false},
+	} {
+		if got := jetstream.Transient(tc.err); got != tc.want {
+			t.Errorf("Transient(%s: %v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+	}
+}

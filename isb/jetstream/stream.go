@@ -182,6 +182,16 @@ func transient(err error) bool {
 		// 503: JetStream or the stream's leader is not available yet.
 		return apiErr.Code == 503 && !storageFull(err)
 	}
+	// The same from nats.go's older JetStream API, which the leader reads
+	// use (internal/kvleader: a message get, which the new API lacks).
+	var oldErr *nats.APIError
+	if errors.As(err, &oldErr) {
+		switch oldErr.ErrorCode {
+		case nats.JSErrCodeJetStreamNotEnabled, nats.JSErrCodeJetStreamNotEnabledForAccount:
+			return true
+		}
+		return oldErr.Code == 503
+	}
 	return errors.Is(err, errNotYet) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, natsjs.ErrNoStreamResponse) ||
 		errors.Is(err, natsjs.ErrAsyncPublishTimeout) || errors.Is(err, natsjs.ErrTooManyStalledMsgs) ||
