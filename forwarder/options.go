@@ -97,6 +97,11 @@ func checkBounds(c Options) error {
 			return &isb.OptionError{Package: "vertex", Option: b.option, Value: b.v, Reason: fmt.Sprintf("must be at most %d", b.bound)}
 		}
 	}
+	// BufferCapacity is an int64, checked apart so its error keeps its type.
+	if c.BufferCapacity > vconfig.MaxBufferCapacity {
+		return &isb.OptionError{Package: "vertex", Option: "BufferCapacity", Value: c.BufferCapacity,
+			Reason: fmt.Sprintf("must be at most %d (0: unbounded)", int64(vconfig.MaxBufferCapacity))}
+	}
 	return nil
 }
 

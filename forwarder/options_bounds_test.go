@@ -23,6 +23,8 @@ func TestNewOptionsUpperBounds(t *testing.T) {
 		{"BatchSize", []vertex.Option{vertex.BatchSize(vconfig.MaxBatchSize)}, []vertex.Option{vertex.BatchSize(1 << 40)}},
 		{"MaxInFlight", []vertex.Option{vertex.MaxInFlight(vconfig.MaxMaxInFlight)}, []vertex.Option{vertex.MaxInFlight(vconfig.MaxMaxInFlight + 1)}},
 		{"Concurrency", []vertex.Option{vertex.Concurrency(vconfig.MaxConcurrency)}, []vertex.Option{vertex.Concurrency(1 << 30)}},
+		{"BufferCapacity", []vertex.Option{vertex.BufferCapacity(vconfig.MaxBufferCapacity)}, []vertex.Option{vertex.BufferCapacity(vconfig.MaxBufferCapacity + 1)}},
+		{"BufferCapacity", []vertex.Option{vertex.BufferCapacity(vconfig.MaxBufferCapacity)}, []vertex.Option{vertex.BufferCapacity(1 << 50)}},
 	} {
 		if _, err := NewOptions(tc.at...); err != nil {
 			t.Errorf("%s at its bound: %v", tc.option, err)

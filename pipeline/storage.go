@@ -283,6 +283,12 @@ func checkStorage(c *config) error {
 	return nil
 }
 
+// maxMemoryFreeSegments caps the recycled segments a partition of memory
+// storage keeps: 1024 of memory.DefaultSegmentSize hold 4 Mi messages, a
+// refill of a partition that large allocates only beyond them, and a
+// buffer drained from larger gives the rest back to the garbage collector.
+const maxMemoryFreeSegments = 1024
+
 // openTopic opens the buffer described by spec on the pipeline's storage.
 func openTopic[T any](c *config, spec BufferSpec) (*isb.Topic[vertex.Message[T]], error) {
 	t, _, err := openTopicBackend[T](c, spec)
@@ -305,11 +311,14 @@ func openTopicBackend[T any](c *config, spec BufferSpec) (*isb.Topic[vertex.Mess
 		// A partition keeps enough recycled segments to hold its share of
 		// the capacity, so a buffer that fills and drains at steady state
 		// reuses its segments instead of allocating (and collecting) new
-		// ones.
+		// ones; up to maxMemoryFreeSegments: the pool is a cache, and a
+		// capacity near vertex.BufferCapacity's bound (2^32) would
+		// otherwise ask for a million.
 		free := memory.DefaultMaxFreeSegments
 		if spec.Capacity > 0 {
 			perPart := (spec.Capacity + int64(spec.Partitions) - 1) / int64(spec.Partitions)
-			free = max(free, int((perPart+memory.DefaultSegmentSize-1)/memory.DefaultSegmentSize)+1)
+			segs := (perPart+memory.DefaultSegmentSize-1)/memory.DefaultSegmentSize + 1
+			free = int(max(int64(free), min(segs, maxMemoryFreeSegments)))
 		}
 		b, err := memory.New[vertex.Message[T]](memory.MaxFreeSegments(free))
 		if err != nil {

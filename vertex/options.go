@@ -79,7 +79,10 @@ type OptionsDefaulter interface {
 }
 
 // BufferCapacity bounds the vertex's input buffer (default 50,000 over all
-// partitions; 0 is unbounded).
+// partitions; 0 is unbounded; at most 2^32 = 4,294,967,296, a million
+// messages in each of 4096 partitions: a larger one is refused, so a typo
+// such as BufferCapacity(1 << 45) is an error naming the option, not
+// memory sized from it at Run).
 func BufferCapacity(n int64) Option {
 	return option(vconfig.BufferCapacity, func(c *options) { c.BufferCapacity = n })
 }

@@ -34,6 +34,19 @@ type config struct {
 // which held a reduce at about half the rate a 4 MiB segment allows.
 const DefaultSegmentSize = 4 << 20
 
+// MaxSegmentSize and MaxMaxBatchBytes bound SegmentSize and MaxBatchBytes:
+// tidwall/wal keeps the newest segment's bytes in memory (read whole at
+// Open, grown by each write until the segment reaches SegmentSize), and a
+// group commit gathers up to MaxBatchBytes of appends into one write, so
+// each sizes memory a WAL holds. 1 GiB is 256 times the default segment
+// and 128 times the default batch; far beyond it a typo such as
+// SegmentSize(1 << 40) would end the process with "out of memory" instead
+// of an error naming the option.
+const (
+	MaxSegmentSize   = 1 << 30
+	MaxMaxBatchBytes = 1 << 30
+)
+
 const (
 	minSegmentSize      = 4 << 10
 	defaultCompactEvery = time.Minute
@@ -51,12 +64,16 @@ func newConfig(opts []Option) (config, error) {
 	switch {
 	case c.segmentSize < minSegmentSize:
 		return bad("SegmentSize", c.segmentSize, fmt.Sprintf("must be at least %d", minSegmentSize))
+	case c.segmentSize > MaxSegmentSize:
+		return bad("SegmentSize", c.segmentSize, fmt.Sprintf("must be at most %d", MaxSegmentSize))
 	case c.compactEvery < 0:
 		return bad("CompactEvery", c.compactEvery, "must not be negative")
 	case c.compactMin < 0:
 		return bad("CompactAfter", c.compactMin, "must not be negative")
 	case c.maxBatch < 1:
 		return bad("MaxBatchBytes", c.maxBatch, "must be at least 1")
+	case c.maxBatch > MaxMaxBatchBytes:
+		return bad("MaxBatchBytes", c.maxBatch, fmt.Sprintf("must be at most %d", MaxMaxBatchBytes))
 	case checkTime("watermark", c.seedWatermark) != nil:
 		return bad("Seed", c.seedWatermark, "the watermark must lie in the years 1678-2261")
 	}
@@ -71,8 +88,10 @@ func newConfig(opts []Option) (config, error) {
 
 // SegmentSize sets the size at which a segment file is closed and a new one
 // started (tidwall/wal's SegmentSize; a segment may end a little past it).
-// Default 4 MiB (DefaultSegmentSize), at least 4 KiB. Compaction frees whole generations, so the
-// size only sets the granularity of files, not how much disk is kept.
+// Default 4 MiB (DefaultSegmentSize), at least 4 KiB, at most 1 GiB
+// (MaxSegmentSize: the newest segment is held in memory). Compaction frees
+// whole generations, so the size only sets the granularity of files, not
+// how much disk is kept.
 func SegmentSize(bytes int) Option { return func(c *config) { c.segmentSize = bytes } }
 
 // CompactEvery sets how often the log is compacted when a GC event closed a
@@ -91,8 +110,9 @@ func CompactAfter(bytes int64) Option {
 }
 
 // MaxBatchBytes bounds how many bytes of concurrent appends the group commit
-// coalesces into one write and fsync. Default 8 MiB; a single larger Append
-// is still written whole, as one batch.
+// coalesces into one write and fsync. Default 8 MiB, at least 1, at most
+// 1 GiB (MaxMaxBatchBytes); a single larger Append is still written whole,
+// as one batch.
 func MaxBatchBytes(bytes int) Option { return func(c *config) { c.maxBatch = bytes } }
 
 // Logger sets where Open reports what it repaired: a torn tail cut (with

@@ -35,6 +35,14 @@ const (
 	MaxBatchSize   = 100_000
 	MaxMaxInFlight = 10_000_000
 	MaxConcurrency = 4096
+	// MaxBufferCapacity bounds BufferCapacity, which on memory storage
+	// sizes each partition's pool of recycled segments: 2^32 messages hold
+	// a million in each of MaxPartitions partitions, and already take
+	// hundreds of GiB of memory or disk at tens of bytes a message, far
+	// below isb.Capacity's 2^46-1 and what a JetStream stream's MaxMsgs
+	// (an int64, times jsstorage's retain factor 4) can hold. A buffer
+	// meant to be larger is unbounded: BufferCapacity(0).
+	MaxBufferCapacity = 1 << 32
 )
 
 // Config is a vertex's configuration.

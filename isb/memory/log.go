@@ -62,7 +62,9 @@ func newLog[T any](topic string, partition int, cfg config, onGroup func(string)
 	l.tl.init()
 	l.ring.Store(newRing[T](1))
 	l.segs.num = -1 // no segment yet: the first Append adds segment 0
-	l.segs.free = make([]*segment[T], 0, cfg.maxFree)
+	// segs.free starts empty and grows by append as recycle fills it: up
+	// front, a MaxFreeSegments the log never reaches would cost a pointer
+	// a slot in every partition.
 	return l
 }
 
