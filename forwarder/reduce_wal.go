@@ -208,7 +208,7 @@ func (red *reduceReplica[In, S, Out]) recover(assigned []int) error {
 			red.cfg.Logger.Info("reduce recovered its open windows from the WAL", zap.Int("partition", pl.partition),
 				zap.Int("entries replayed", n), zap.Int("windows (window, key) reopened", sh.set.size()-before),
 				zap.Int64("last offset logged", red.logged[int32(pl.partition)]), zap.Time("watermark floor", rec.Watermark),
-				zap.Duration("took", time.Since(began)))
+				zap.Duration("took", rec.Took+time.Since(began)), zap.Duration("opening took", rec.Took))
 		}
 	}
 	if low != math.MaxInt64 {

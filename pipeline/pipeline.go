@@ -187,6 +187,7 @@ type node struct {
 
 	// Runtime state, set by Run.
 	in       buffer
+	opened   time.Duration // how long opening in took, for the line saying where the vertex resumes it
 	counters []*forwarder.Counters
 	failures *forwarder.FailureLog // shared by the replicas: the rate limit of their failure lines is the vertex's
 	drops    *forwarder.DropLog    // likewise, for the lines about dropped messages

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/runnel-dev/runnel/vertex"
@@ -13,8 +14,9 @@ import (
 
 // A restart on durable storage says in the log what each vertex recovered:
 // the generator its saved position, each reader where its input resumes,
-// the reduce the WAL entries it replayed and the windows they reopened.
-// The results stay exact.
+// the reduce the WAL entries it replayed and the windows they reopened;
+// every such line says how long its recovery took. The results stay
+// exact.
 func TestRestartLogsWhatWasRecovered(t *testing.T) {
 	dir := t.TempDir()
 	got := map[string][2]int64{}
@@ -32,8 +34,12 @@ func TestRestartLogsWhatWasRecovered(t *testing.T) {
 	if len(src) != 1 || src[0].ContextMap()["saved position found"] != true || src[0].ContextMap()["vertex"] != "gen" {
 		t.Errorf("source lines %v, want one for gen with its saved position found", src)
 	}
+	for _, e := range src {
+		checkTook(t, e)
+	}
 	resumed := map[string]int{}
 	for _, e := range obs.FilterMessage("vertex resumes its input buffer").All() {
+		checkTook(t, e)
 		f := e.ContextMap()
 		parts, _ := f["partitions"].([]any)
 		for _, p := range parts {
@@ -48,6 +54,7 @@ func TestRestartLogsWhatWasRecovered(t *testing.T) {
 	}
 	var replayed, reopened int64
 	for _, e := range obs.FilterMessage("reduce recovered its open windows from the WAL").All() {
+		checkTook(t, e)
 		f := e.ContextMap()
 		replayed += f["entries replayed"].(int64)
 		reopened += f["windows (window, key) reopened"].(int64)
@@ -55,4 +62,20 @@ func TestRestartLogsWhatWasRecovered(t *testing.T) {
 	if replayed == 0 || reopened == 0 || reopened > replayed {
 		t.Errorf("WAL recovery lines: %d entries replayed, %d windows reopened; want both > 0, windows <= entries", replayed, reopened)
 	}
+}
+
+// checkTook checks that a recovery line says how long the recovery took: a
+// duration field "took", not negative (its size depends on the machine).
+func checkTook(t *testing.T, e observer.LoggedEntry) {
+	t.Helper()
+	for _, f := range e.Context {
+		if f.Key != "took" {
+			continue
+		}
+		if f.Type != zapcore.DurationType || time.Duration(f.Integer) < 0 {
+			t.Errorf("%q: took is %v of field type %v, want a duration >= 0", e.Message, time.Duration(f.Integer), f.Type)
+		}
+		return
+	}
+	t.Errorf("%q has no took field: %v", e.Message, e.ContextMap())
 }

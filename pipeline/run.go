@@ -245,14 +245,18 @@ func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) error {
 
 // logPositions logs where each vertex this process runs resumes its input
 // buffer, on durable storage: its commit per partition and the backlog
-// after it (what a restart reads again or for the first time).
+// after it (what a restart reads again or for the first time), and how
+// long opening the buffer (its storage's recovery, the consumers' commits)
+// and reading those positions took.
 func (p *Pipeline) logPositions(log *zap.Logger) {
 	for _, n := range p.nodes {
 		if n.in == nil || n.kind == kindSource {
 			continue
 		}
+		began := time.Now()
 		if pos := n.in.positions(); len(pos) > 0 {
-			log.Info("vertex resumes its input buffer", zap.String("vertex", n.name), zap.Strings("partitions", pos))
+			log.Info("vertex resumes its input buffer", zap.String("vertex", n.name), zap.Strings("partitions", pos),
+				zap.Duration("took", n.opened+time.Since(began)))
 		}
 	}
 }
@@ -270,11 +274,12 @@ func (p *Pipeline) open(c *config) error {
 		if n.kind == kindSource || !c.sub.runsAny(n) && !c.sub.writesTo(n) {
 			continue
 		}
+		began := time.Now()
 		b, err := n.open(c, p, n)
 		if err != nil {
 			return errors.Join(&VertexError{Vertex: n.name, Err: err}, p.closeBuffers())
 		}
-		n.in = b
+		n.in, n.opened = b, time.Since(began)
 	}
 	if err := p.claimSources(c); err != nil {
 		return errors.Join(err, p.closeBuffers())

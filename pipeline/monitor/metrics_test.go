@@ -3,8 +3,12 @@ package monitor_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -13,6 +17,7 @@ import (
 	"github.com/runnel-dev/runnel/pipeline"
 	"github.com/runnel-dev/runnel/pipeline/monitor"
 	"github.com/runnel-dev/runnel/vertex"
+	"github.com/runnel-dev/runnel/watermark"
 )
 
 // split tags odd numbers "odd", drops multiples of 10 by their tag and
@@ -200,5 +205,145 @@ func TestOptionErrors(t *testing.T) {
 	}
 	if err := monitor.Register(prometheus.NewRegistry(), nil); !errors.Is(err, monitor.ErrNilPipeline) {
 		t.Errorf("Register(nil) = %v", err)
+	}
+}
+
+// messagesFrom is a source of the messages received from ch, one per
+// Read, with their event times and keys; it ends when ch is closed.
+type messagesFrom chan vertex.Message[int]
+
+func (s messagesFrom) Read(ctx context.Context, _ int) ([]vertex.Message[int], error) {
+	select {
+	case m, ok := <-s:
+		if !ok {
+			return nil, io.EOF
+		}
+		return []vertex.Message[int]{m}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// histogramOf finds the histogram of fam whose labels include want.
+func histogramOf(fams map[string]*dto.MetricFamily, fam string, want map[string]string) *dto.Histogram {
+	for _, m := range fams[fam].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.Label {
+			labels[l.GetName()] = l.GetValue()
+		}
+		match := true
+		for k, v := range want {
+			match = match && labels[k] == v
+		}
+		if match {
+			return m.Histogram
+		}
+	}
+	return nil
+}
+
+// TestReduceAndStorageMetricsMatchStats scrapes, after a durable run
+// (mmap buffers, a reduce WAL), the families TestMetricsMatchStats leaves
+// out: the reduce's open windows, results and late messages, the sink's
+// fallback deliveries, the buffers' flush and the WAL's commit times (as
+// many samples as Stats counts, and the same sum) and each vertex's
+// watermark (also while it runs, where it cannot move). After the run
+// every value is final, and exact.
+func TestReduceAndStorageMetricsMatchStats(t *testing.T) {
+	ch := make(chan vertex.Message[int], 1)
+	p := pipeline.New("scraped", pipeline.WithStorage(pipeline.MMap(t.TempDir())))
+	in := pipeline.Source[int](p, "in", messagesFrom(ch))
+	counts, _ := pipeline.Reduce(p, "count", in, vertex.Fixed(time.Minute), vertex.Counting[int]())
+	// The results for key "b" go to the fallback sink; the late stream
+	// is not taken, so late messages are dropped.
+	main := vertex.SinkFunc[vertex.Windowed[int64]](func(_ context.Context, msgs []vertex.Message[vertex.Windowed[int64]]) ([]vertex.Result, error) {
+		res := make([]vertex.Result, len(msgs))
+		for i, m := range msgs {
+			if slices.Equal(m.Keys, []string{"b"}) {
+				res[i] = vertex.ResultFallback
+			}
+		}
+		return res, nil
+	})
+	pipeline.SinkWithFallback(p, "out", counts, main, vertex.Sink[vertex.Windowed[int64]](vertex.Blackhole[vertex.Windowed[int64]]()))
+	srv := serve(t, p)
+	wait := runAsync(t, p)
+
+	// Three keys in one minute-window, a message a minute later that
+	// closes it, then five late ones for it.
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, k := range []string{"a", "b", "c", "a"} {
+		ch <- vertex.Message[int]{ID: fmt.Sprint(i), EventTime: t0.Add(time.Duration(i) * time.Second), Keys: []string{k}, Value: i}
+	}
+	ch <- vertex.Message[int]{ID: "later", EventTime: t0.Add(2 * time.Minute), Keys: []string{"a"}}
+	waitFor(t, "the first window closed", func() bool { return p.Stats()[1].Results == 3 })
+	// The source waits for the channel (and does not advance an idle
+	// watermark): the source and the reduce stay at the last event.
+	waitFor(t, "the reduce read the watermark of the last event", func() bool {
+		st := p.Stats()
+		return st[0].Watermark.Equal(t0.Add(2*time.Minute)) && st[1].Watermark.Equal(t0.Add(2*time.Minute))
+	})
+	fams := scrape(t, srv.URL+"/metrics")
+	for _, v := range []string{"in", "count"} {
+		if got, ok := sample(fams, "runnel_vertex_watermark_seconds", map[string]string{"vertex": v}); !ok || got != float64(t0.Add(2*time.Minute).Unix()) {
+			t.Errorf("watermark of %s while running = %v (found %v), Stats say %v", v, got, ok, t0.Add(2*time.Minute))
+		}
+	}
+	for i := range 5 {
+		ch <- vertex.Message[int]{ID: fmt.Sprint("late-", i), EventTime: t0.Add(5 * time.Second), Keys: []string{"b"}}
+	}
+	close(ch)
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+
+	fams = scrape(t, srv.URL+"/metrics")
+	stats := p.Stats()
+	checkAgainstStats(t, fams, stats)
+	red, out := stats[1], stats[2]
+	if red.Late != 5 || red.Drops.Late != 5 || red.Results != 4 || red.OpenWindows != 0 || out.Fallback != 1 {
+		t.Fatalf("count: late %d (dropped %d), results %d, open windows %d; out: fallback %d; want 5 (5), 4, 0; 1",
+			red.Late, red.Drops.Late, red.Results, red.OpenWindows, out.Fallback)
+	}
+	for _, v := range stats {
+		for r, c := range v.PerReplica {
+			l := map[string]string{"vertex": v.Name, "replica": strconv.Itoa(r)}
+			want := map[string]int64{}
+			switch v.Kind {
+			case "reduce":
+				want = map[string]int64{"runnel_reduce_open_windows": c.OpenWindows,
+					"runnel_reduce_results_total": c.Results, "runnel_reduce_late_messages_total": c.Late}
+			case "sink":
+				want = map[string]int64{"runnel_forwarder_fallback_total": c.Fallback}
+			}
+			for fam, want := range want {
+				if got, ok := sample(fams, fam, l); !ok || got != float64(want) {
+					t.Errorf("%s{vertex=%s,replica=%d} = %v (found %v), Stats say %d", fam, v.Name, r, got, ok, want)
+				}
+			}
+		}
+		l := map[string]string{"vertex": v.Name, "vertex_type": v.Kind}
+		for fam, want := range map[string]*pipeline.Histogram{"runnel_buffer_flush_seconds": v.Flush, "runnel_wal_commit_seconds": v.WALCommit} {
+			h := histogramOf(fams, fam, l)
+			switch {
+			case want == nil && h != nil:
+				t.Errorf("%s of %s: %d samples, Stats none", fam, v.Name, h.GetSampleCount())
+			case want != nil && (h == nil || h.GetSampleCount() != want.Count || h.GetSampleSum() != want.Sum):
+				t.Errorf("%s of %s: %v, Stats say %d samples summing to %v", fam, v.Name, h, want.Count, want.Sum)
+			}
+		}
+		if got, ok := sample(fams, "runnel_vertex_watermark_seconds", l); !ok || got != float64(v.Watermark.UnixNano())/1e9 {
+			t.Errorf("watermark of %s = %v (found %v), Stats say %v", v.Name, got, ok, v.Watermark)
+		}
+	}
+	// Durable storage flushes both input buffers; the reduce logs.
+	if red.Flush == nil || out.Flush == nil || red.WALCommit == nil || out.WALCommit != nil {
+		t.Errorf("flushes of count %v, of out %v; WAL commits of count %v, of out %v: want all but out's WAL",
+			red.Flush, out.Flush, red.WALCommit, out.WALCommit)
+	}
+	for _, v := range stats {
+		if !v.Watermark.Equal(watermark.Max) {
+			t.Errorf("%s ends at watermark %v, want watermark.Max", v.Name, v.Watermark)
+		}
 	}
 }
