@@ -72,6 +72,28 @@ func (l *FailureLog) failed(log *zap.Logger, msg string, fields ...zap.Field) {
 	}
 }
 
+// Flush logs, when failures have not been followed by a success and the
+// rate limit held some of them back, how many were not logged, so that
+// the failures of a run's last seconds are not left unsaid. An outage a
+// retry ended has said so already ("... succeeded after failures"). The
+// pipeline calls it once per vertex at the end of Run.
+func (l *FailureLog) Flush(log *zap.Logger, fields ...zap.Field) {
+	if l == nil || log == nil {
+		return
+	}
+	l.mu.Lock()
+	held := min(l.lines.count, l.failures) // the count may hold failures of an outage that ended
+	failures, since := l.failures, l.since
+	l.lines.count = 0
+	now := l.now()
+	l.mu.Unlock()
+	if held == 0 {
+		return
+	}
+	log.Warn("failures not logged before the run ended", append(fields, zap.Int64("suppressed", held),
+		zap.Int64("failures", failures), zap.Duration("failing for", now.Sub(since)))...)
+}
+
 // recovered records that a call succeeded after failures (a retry, or the
 // read after failed reads); it logs the end of the outage when one of its
 // failures was logged.

@@ -84,3 +84,43 @@ func TestFailureLogNil(t *testing.T) {
 	(&FailureLog{}).failed(nil, "x")
 	(&FailureLog{}).recovered(nil, "x")
 }
+
+// Flush says how many failures of an outage that has not ended the rate
+// limit held back, and nothing for an outage a success ended.
+func TestFailureLogFlush(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	log := zap.New(core)
+	now := time.Unix(1000, 0)
+	l := &FailureLog{Every: 5 * time.Second, Now: func() time.Time { return now }}
+	boom := errors.New("connection refused")
+	// An outage that ended: the recovery line said it all.
+	for range 3 {
+		l.failed(log, "write failed", zap.Error(boom)) // 0s logged; 1s, 2s held
+		now = now.Add(time.Second)
+	}
+	l.recovered(log, "write succeeded after failures")
+	l.Flush(log, zap.String("vertex", "out"))
+	if n := logs.FilterMessage("failures not logged before the run ended").Len(); n != 0 {
+		t.Fatalf("Flush after a recovered outage logged %d lines; want none", n)
+	}
+	// An outage still on at the end: 7 failures from 5s, lines at 5s and
+	// 10s, then 11s held back.
+	now = time.Unix(1005, 0)
+	for range 7 {
+		l.failed(log, "write failed", zap.Error(boom))
+		now = now.Add(time.Second)
+	}
+	l.Flush(log, zap.String("vertex", "out"))
+	got := logs.FilterMessage("failures not logged before the run ended").All()
+	if len(got) != 1 {
+		t.Fatalf("Flush logged %d lines; want 1", len(got))
+	}
+	m := got[0].ContextMap()
+	if m["suppressed"] != int64(1) || m["failures"] != int64(7) || m["failing for"] != 7*time.Second || m["vertex"] != "out" {
+		t.Errorf("flush line %v; want suppressed 1, failures 7, failing for 7s, vertex out", m)
+	}
+	l.Flush(log)
+	if n := logs.FilterMessage("failures not logged before the run ended").Len(); n != 1 {
+		t.Errorf("a second Flush logged again: %d lines", n)
+	}
+}

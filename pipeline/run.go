@@ -237,6 +237,7 @@ func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) error {
 	stopRates()
 	for _, n := range p.nodes {
 		n.drops.Flush(rt.log, zap.String("vertex", n.name)) // what the rate limit held back
+		n.failures.Flush(rt.log, zap.String("vertex", n.name))
 	}
 	err = errors.Join(rt.err(), p.close())
 	rt.log.Info("pipeline stopped", zap.Error(err))
