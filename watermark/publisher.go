@@ -283,8 +283,17 @@ func (p *Publisher) publish(edge string, partition int, offset int64, wm time.Ti
 			w.Offset = s.latest.Offset // a late worker: keep the newest offset
 		}
 		if w.Watermark.Equal(s.latest.Watermark) && idle == s.latest.Idle && (!idle || w.Offset == s.latest.Offset) {
+			// Nothing downstream does not know, but the offset is kept:
+			// a later worker that wrote below it and publishes a higher
+			// watermark must publish it here, above this write. Dropping
+			// it let a WMB land below messages written earlier at a lower
+			// watermark, and a reduce judged them late (e2e
+			// TestDistributedNATSRestart on a loaded machine: a map's
+			// write at frame 626 published at an unchanged watermark, then
+			// another worker's frame 625 at a higher one).
+			s.latest.Offset = w.Offset
 			s.mu.Unlock()
-			return nil // nothing downstream does not know
+			return nil
 		}
 	}
 	s.latest, s.has, s.pending = w, true, true

@@ -82,6 +82,20 @@ func TestPublishNeverBackwards(t *testing.T) {
 	}
 }
 
+// A write at a higher offset whose watermark is unchanged puts nothing,
+// but its offset is kept: a worker that wrote below it and publishes a
+// higher watermark afterwards publishes at that offset. Otherwise the
+// higher watermark would land below messages written at the lower one.
+func TestPublishKeepsTheOffsetOfAnUnchangedWatermark(t *testing.T) {
+	fx := newPubFixture(t, PublisherConfig{})
+	must(t, fx.p.Publish("map-sink", 1, 10, ms(200)))
+	fx.wantStored(1, WMB{Offset: 10, Watermark: ms(200), Partition: 1})
+	must(t, fx.p.Publish("map-sink", 1, 30, ms(200))) // written up to 30 at an unchanged watermark
+	fx.wantStored(1, WMB{Offset: 10, Watermark: ms(200), Partition: 1})
+	must(t, fx.p.Publish("map-sink", 1, 20, ms(300))) // a worker that wrote up to 20, done later
+	fx.wantStored(1, WMB{Offset: 30, Watermark: ms(300), Partition: 1})
+}
+
 func TestPublishThrottle(t *testing.T) {
 	fx := newPubFixture(t, PublisherConfig{Throttle: 100 * time.Millisecond})
 	must(t, fx.p.Publish("map-sink", 0, 1, ms(100)))
