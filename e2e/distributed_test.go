@@ -582,6 +582,39 @@ func TestDistributedUpstreamFirst(t *testing.T) {
 	d.check()
 }
 
+// The reduce killed mid-run and started again only after its upstream
+// ended (the source and both map processes exited): the restarted reduce
+// finds the ends its upstream left in the store (the final WMBs, the end
+// of stream in the buffer), reads what was written meanwhile, recovers its
+// open windows from its WAL, closes every window and ends. Results exact.
+func TestDistributedReduceAfterUpstreamEnded(t *testing.T) {
+	const n = 10_000
+	d := newDistRun(t, n, 4000)
+	for _, r := range distRoles {
+		d.start(r)
+	}
+	per := int(n / 100 * distKeys / 4)
+	if !d.waitResults(per, 2*time.Minute) {
+		t.Fatalf("the sink did not reach %d results", per)
+	}
+	d.kill(distRoles[0])
+	deadline := time.Now().Add(2 * time.Minute)
+	for _, role := range distRoles[1:] {
+		for c := d.procsNow()[role]; c.State() == nil; {
+			if time.Now().After(deadline) {
+				t.Fatalf("role %s did not end within 2 minutes without its downstream; processes: %s", role, d.states())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if code := d.procsNow()[role].State().ExitCode(); code != 0 {
+			t.Fatalf("role %s exited with %d; processes: %s", role, code, d.states())
+		}
+	}
+	d.start(distRoles[0])
+	d.wait(3 * time.Minute)
+	t.Logf("%d results written twice after the reduce restarted behind its ended upstream", d.check())
+}
+
 // streamItems is how many items the stream holds (0 before it exists):
 // its messages, or on a packed stream (runnel.format 2) the count each
 // frame starts with, after its version byte (the frame format

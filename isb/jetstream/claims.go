@@ -300,7 +300,12 @@ func (c *claim) renew(ctx context.Context, ttl time.Duration) bool {
 //
 // Anything else is the conflict: the claim is lost.
 func (c *claim) renewKey(ctx context.Context, i int, ttl time.Duration) (uint64, error) {
-	rctx, cancel := context.WithTimeout(ctx, c.b.timeout)
+	// A renewal waits a third of the TTL at most (RequestTimeout if
+	// shorter): one that hung for the 5 s RequestTimeout through a server
+	// restart left the claim unrenewed past the two TTLs that prove an
+	// expired key free, where renewals retried every TTL/30 catch the
+	// server as soon as it is back.
+	rctx, cancel := context.WithTimeout(ctx, min(c.b.timeout, ttl/3))
 	defer cancel()
 	sent := time.Now()
 	rev, err := c.b.kv.Update(rctx, c.keys[i], []byte(c.b.id), c.revs[i])
