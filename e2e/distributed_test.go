@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -220,6 +221,7 @@ type distRun struct {
 	// lostFails makes a child that lost a claim fail the test instead of
 	// being started again.
 	lostFails bool
+	lost      atomic.Int32 // children that exited with distLost and were started again
 
 	mu    sync.Mutex
 	procs map[string]*crashtest.Child // by role
@@ -317,6 +319,7 @@ func (d *distRun) restartTaken(doing string) {
 			d.start(role)
 		case st.ExitCode() == distLost && !d.lostFails:
 			d.t.Logf("%s: role %s lost a claim and is started again: %q", doing, role, c.Lines())
+			d.lost.Add(1)
 			d.start(role)
 		default:
 			d.t.Fatalf("%s: role %s exited with %v; processes: %s", doing, role, st, d.states())
@@ -456,8 +459,12 @@ func TestDistributedKillMap(t *testing.T) {
 	t.Logf("%d results written twice after 6 kills", d.check())
 }
 
-// Killing the reduce and sink process mid-run and starting it again: its
-// WAL recovers the open windows, results exact.
+// The reduce and sink process stopped mid-run twice and started again:
+// first SIGKILLed, then by losing its claim (its keys deleted from the
+// claims bucket, as an expiry in a long outage does: the run fails with
+// isb.ErrClaimLost, the child exits distLost and is started again, as a
+// supervisor does). Each time its WAL recovers the open windows; results
+// exact.
 func TestDistributedKillReduce(t *testing.T) {
 	const n = 20_000
 	d := newDistRun(t, n, 2000)
@@ -467,13 +474,20 @@ func TestDistributedKillReduce(t *testing.T) {
 	per := int(n / 100 * distKeys / 4)
 	for i := range 2 {
 		if !d.waitResults((i+1)*per, 2*time.Minute) {
-			t.Fatalf("kill %d: the sink did not reach %d results", i, (i+1)*per)
+			t.Fatalf("stop %d: the sink did not reach %d results; processes: %s", i, (i+1)*per, d.states())
 		}
-		d.kill(distRoles[0])
-		d.start(distRoles[0])
+		if i == 0 {
+			d.kill(distRoles[0])
+			d.start(distRoles[0])
+			continue
+		}
+		d.takeClaims()
 	}
 	d.wait(3 * time.Minute)
-	t.Logf("%d results written twice after 2 kills of the reduce", d.check())
+	if d.lost.Load() == 0 {
+		t.Fatal("the reduce process did not stop on its lost claim")
+	}
+	t.Logf("%d results written twice after the reduce was killed and lost its claim", d.check())
 }
 
 // Restarting the NATS server mid-run: every process reconnects, the
@@ -613,6 +627,49 @@ func TestDistributedReduceAfterUpstreamEnded(t *testing.T) {
 	d.start(distRoles[0])
 	d.wait(3 * time.Minute)
 	t.Logf("%d results written twice after the reduce restarted behind its ended upstream", d.check())
+}
+
+// takeClaims deletes the claim keys of the reduce's group "count" (its two
+// partitions) from the claims bucket, as an expiry in a long outage does:
+// the process holding them loses its claim at its next renewal.
+func (d *distRun) takeClaims() {
+	d.t.Helper()
+	nc, err := nats.Connect(d.srv.URL())
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := natsjs.New(nc)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	deleted := 0
+	for name := range js.KeyValueStoreNames(ctx).Name() {
+		if !strings.HasSuffix(name, "-claims") {
+			continue
+		}
+		kv, err := js.KeyValue(ctx, name)
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		keys, err := kv.Keys(ctx)
+		if err != nil {
+			continue // natsjs.ErrNoKeysFound
+		}
+		for _, k := range keys {
+			if strings.HasPrefix(k, "dist__count.") && strings.HasSuffix(k, ".count") {
+				if err := kv.Delete(ctx, k); err != nil {
+					d.t.Fatal(err)
+				}
+				deleted++
+			}
+		}
+	}
+	if deleted != 2 {
+		d.t.Fatalf("deleted %d claim keys of the reduce, want 2 (its partitions)", deleted)
+	}
 }
 
 // streamItems is how many items the stream holds (0 before it exists):
