@@ -47,6 +47,7 @@ func reduceCrashGenMapChild() int {
 	}
 	src := newRoundGenerator(total, perRound, os.Getenv("RUNNEL_E2E_FINAL") != "")
 	plan := crashPlanFromEnv()
+	src.onIdle = plan.idle
 	return runReduceCrash(dir, plan, countExact(plan), func(p *pipeline.Pipeline) pipeline.Stream[int64] {
 		ids := pipeline.Source(p, "ids", src, vertex.Replicas(2), vertex.BatchSize(200))
 		return pipeline.FlatMap(p, "split", ids, splitValues,

@@ -530,18 +530,22 @@ const reduceCrashSourceEnv = "RUNNEL_E2E_SOURCE"
 // only the final run's end of stream closes every window.
 type roundGenerator struct {
 	*vertex.GeneratorSource[int64]
-	final bool
+	final  bool
+	onIdle func() // called on each idle read (nil: nothing)
 }
 
 func newRoundGenerator(total, perRound int64, final bool) roundGenerator {
 	return roundGenerator{vertex.Generator(func(i int64) int64 { return i }).WithCount(total).WithKeys(reduceCrashKeys).
-		WithEventTime(func(i int64) time.Time { return reduceCrashEvent(i, perRound) }), final}
+		WithEventTime(func(i int64) time.Time { return reduceCrashEvent(i, perRound) }), final, nil}
 }
 
 func (g roundGenerator) ReadInto(ctx context.Context, buf []vertex.Message[int64]) (int, error) {
 	n, err := g.GeneratorSource.ReadInto(ctx, buf)
 	if !errors.Is(err, io.EOF) || g.final {
 		return n, err
+	}
+	if g.onIdle != nil {
+		g.onIdle()
 	}
 	select { // idle until the signal
 	case <-ctx.Done():
@@ -577,6 +581,7 @@ func reduceCrashGenChild() int {
 	}
 	src := newRoundGenerator(total, perRound, os.Getenv("RUNNEL_E2E_FINAL") != "")
 	plan := crashPlanFromEnv()
+	src.onIdle = plan.idle
 	return runReduceCrash(dir, plan, countExact(plan), func(p *pipeline.Pipeline) pipeline.Stream[int64] {
 		return pipeline.Source(p, "ids", src, vertex.Replicas(2), vertex.BatchSize(200))
 	})
