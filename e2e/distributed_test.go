@@ -602,6 +602,11 @@ func TestDistributedUpstreamFirst(t *testing.T) {
 // of stream in the buffer), reads what was written meanwhile, recovers its
 // open windows from its WAL, closes every window and ends. Results exact.
 func TestDistributedReduceAfterUpstreamEnded(t *testing.T) {
+	if raceEnabled {
+		// .ci/run's time: the plain run covers it, and TestDistributedKillReduce
+		// restarts the reduce under -race.
+		t.Skip("runs without -race only")
+	}
 	const n = 10_000
 	d := newDistRun(t, n, 4000)
 	for _, r := range distRoles {
