@@ -1,9 +1,9 @@
 package bench
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"fmt"
 	"sync"
 	"testing"
 	"time"

@@ -245,7 +245,7 @@ func (c *claim) release() error {
 // renewal reached the server. It marks the claim lost when a key is gone
 // or holds another process's id, and in doubt when renewals failed for a
 // whole TTL; a renewal that succeeds settles a doubt.
-func (c *claim) renew(ctx context.Context, ttl time.Duration) bool {
+func (c *claim) renew(ctx context.Context) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.isLost {
@@ -253,7 +253,7 @@ func (c *claim) renew(ctx context.Context, ttl time.Duration) bool {
 	}
 	ok := true
 	for i := range c.keys {
-		rev, err := c.renewKey(ctx, i, ttl)
+		rev, err := c.renewKey(ctx, i)
 		if err != nil {
 			if ctx.Err() != nil {
 				return true // closing
@@ -280,7 +280,7 @@ func (c *claim) renew(ctx context.Context, ttl time.Duration) bool {
 	case !c.doubted && c.Doubt() != nil:
 		c.doubted = true
 		c.b.log.Warn("jetstream: claim in doubt: no renewal reached the server for a whole ClaimTTL; reading paused until one does",
-			zap.String("group", c.group), zap.Strings("streams", c.stream), zap.Duration("claimTTL", ttl))
+			zap.String("group", c.group), zap.Strings("streams", c.stream), zap.Duration("claimTTL", c.ttl))
 	}
 	return ok
 }
@@ -299,13 +299,13 @@ func (c *claim) renew(ctx context.Context, ttl time.Duration) bool {
 //     for a TTL more.
 //
 // Anything else is the conflict: the claim is lost.
-func (c *claim) renewKey(ctx context.Context, i int, ttl time.Duration) (uint64, error) {
+func (c *claim) renewKey(ctx context.Context, i int) (uint64, error) {
 	// A renewal waits a third of the TTL at most (RequestTimeout if
 	// shorter): one that hung for the 5 s RequestTimeout through a server
 	// restart left the claim unrenewed past the two TTLs that prove an
 	// expired key free, where renewals retried every TTL/30 catch the
 	// server as soon as it is back.
-	rctx, cancel := context.WithTimeout(ctx, min(c.b.timeout, ttl/3))
+	rctx, cancel := context.WithTimeout(ctx, min(c.b.timeout, c.ttl/3))
 	defer cancel()
 	sent := time.Now()
 	rev, err := c.b.kv.Update(rctx, c.keys[i], []byte(c.b.id), c.revs[i])
@@ -323,7 +323,7 @@ func (c *claim) renewKey(ctx context.Context, i int, ttl time.Duration) (uint64,
 	case live && string(val) == c.b.id:
 		sent = time.Now()
 		rev, err = c.b.kv.Update(rctx, c.keys[i], []byte(c.b.id), cur)
-	case !live && cur == 0 && time.Since(c.sent[i]) < 2*ttl:
+	case !live && cur == 0 && time.Since(c.sent[i]) < 2*c.ttl:
 		sent = time.Now()
 		rev, err = c.b.kv.Create(rctx, c.keys[i], []byte(c.b.id))
 		if err == nil {
@@ -359,7 +359,7 @@ func (b *Backend[T]) renewLoop() {
 		b.claimMu.Unlock()
 		next := b.cfg.claimTTL / 3
 		for _, c := range held {
-			if !c.renew(b.ctx, b.cfg.claimTTL) {
+			if !c.renew(b.ctx) {
 				next = b.cfg.claimTTL / 30
 			}
 		}
