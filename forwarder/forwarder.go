@@ -61,7 +61,10 @@ type Input[T any] struct {
 	// ends does not read them again, and on storage shared by processes
 	// the processor that wrote them may never run again (an exhausted
 	// source). The pipeline answers from the final WMBs in the watermark
-	// store. It is called once, before the first read.
+	// store. It is called before the first read, and then every idle
+	// interval (Hooks.IdleInterval) from another goroutine until every
+	// partition has all its ends or the replica drains, since an upstream
+	// publishes its final WMB after it wrote its end to the buffer.
 	// A reader counts an end it will not read again: one below where its
 	// consumer starts.
 	Ended func(partition int) map[string]int64

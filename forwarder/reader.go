@@ -63,6 +63,10 @@ type reader[T any] struct {
 	dirty    []bool     // partitions with acks not yet committed
 	anyDirty bool
 
+	// endsState is the ends learned outside the buffer (reader_ends.go);
+	// its found and Pull wake are guarded by mu.
+	endsState endsState
+
 	// anchors, when not nil, is told of each batch before it is handed on
 	// and runs after each commit (map_resume.go).
 	anchors *mapAnchors
@@ -119,8 +123,19 @@ func (r *reader[T]) loop(stop context.Context, dispatch func([]inflight[T]) bool
 			held = r.batch
 			continue // commit the acks that freed the permits before waiting again
 		}
-		b, err := r.c.Pull(ctx)
+		pull, ok := r.pullContext(ctx)
+		if !ok {
+			r.recordFound()
+			if r.ended() {
+				return nil
+			}
+			continue
+		}
+		b, err := r.c.Pull(pull)
 		if err != nil {
+			if ctx.Err() == nil && pull.Err() != nil {
+				continue // woken by endsLoop: record what it found
+			}
 			return r.stopped(stop, err)
 		}
 		items := r.take(b)
@@ -252,26 +267,6 @@ func (r *reader[T]) observeEnd(partition int, proc string, kind EndKind) {
 	}
 	if ended, k := r.ends.Observe(partition, proc, kind); ended && k == Final && r.endFetch != nil {
 		r.raiseHead(r.endFetch.EndPartition(partition))
-	}
-}
-
-// seedEnds records, before the first read, the ends Input.Ended knows of
-// that lie below where the consumer starts: the reader read and committed
-// them before it was restarted. Ends at or above it it reads again.
-func (r *reader[T]) seedEnds(ended func(partition int) map[string]int64) {
-	if r.ends == nil || ended == nil {
-		return
-	}
-	for _, p := range r.c.Assigned() {
-		start, err := r.c.Committed(p)
-		if err != nil {
-			continue // it reads what it finds
-		}
-		for proc, off := range ended(p) {
-			if off < start {
-				r.observeEnd(p, proc, Final)
-			}
-		}
 	}
 }
 

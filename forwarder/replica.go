@@ -183,6 +183,12 @@ func (rp *replica[T]) start() context.Context {
 			return nil
 		})
 	}
+	if rp.in.Ended != nil {
+		rp.g.Go(func() error {
+			rp.r.endsLoop(rp.loops, rp.in.Ended, hooks.idleInterval())
+			return nil
+		})
+	}
 	if ip, ok := hooks.Publisher.(IdlePublisher); ok && rp.stage.out != nil {
 		rp.g.Go(func() error { return rp.failure(rp.stage.out.idleLoop(rp.loops, ip, hooks.idleInterval())) })
 	}
