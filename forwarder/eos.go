@@ -52,9 +52,12 @@ import (
 // Restarts: readers count each processor once per partition (by the end
 // message's ID), so an end redelivered, or written again by a processor that
 // restarted and ended again, is harmless. A reader that committed past an
-// end before a restart does not read it again; it relies on that processor
-// ending again when it restarts, which a resumed source that is exhausted
-// does at once, and so every processor below it.
+// end before a restart does not read it again. In one process it relies on
+// that processor ending again when it restarts, which a resumed source that
+// is exhausted does at once, and so every processor below it. On storage
+// shared by processes the processor may never run again: the reader learns
+// of its end from the final WMB it published (Input.Ended, reader_ends.go),
+// which can reach the store after the reader restarted, so it keeps asking.
 const (
 	// EndTag marks, with ControlTag, the end-of-stream message of a
 	// processor whose stream is over (EndKind Final).
