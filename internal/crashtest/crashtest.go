@@ -200,6 +200,10 @@ func (c *Child) Kill() []string {
 	return c.Lines()
 }
 
+// Terminate asks the child to stop (SIGTERM), as a supervisor stopping it
+// gracefully does, and returns at once: Wait for it to end.
+func (c *Child) Terminate() error { return c.cmd.Process.Signal(syscall.SIGTERM) }
+
 // Wait waits up to timeout for the child to end by itself and reports
 // whether it did. One that did not is asked for its goroutines' stacks
 // (SIGQUIT: the Go runtime prints them on the child's stderr, which is the
