@@ -198,7 +198,8 @@ func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) error {
 	// End-of-stream messages carry the run, so that ends a killed run left
 	// in durable buffers do not end this run's readers (forwarder.Config.Run);
 	// every process of a run on shared storage gets the same one.
-	run, err := cfg.storage.JoinRun(p.name)
+	joined, err := cfg.storage.JoinRun(p.name)
+	run := joined.ID
 	if err != nil {
 		return fmt.Errorf("pipeline %q: join the run on %s: %w", p.name, cfg.storage, err)
 	}
@@ -216,7 +217,13 @@ func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) error {
 	defer rt.hardCancel()
 	p.attach(rt) // a Stop or Drain reaches rt from here
 	defer p.detach()
-	rt.log.Info("pipeline starting", zap.Int("vertices", len(p.nodes)), zap.String("run", run), zap.Stringer("storage", cfg.storage))
+	starting := []zap.Field{zap.Int("vertices", len(p.nodes)), zap.String("run", run), zap.Stringer("storage", cfg.storage)}
+	if joined.After != "" {
+		// A new run: a process restarted after its run ended waits here
+		// for the new run's upstream, and this says why.
+		starting = append(starting, zap.String("after run", joined.After), zap.String("new run", "the previous run ended: every sink replica ended it"))
+	}
+	rt.log.Info("pipeline starting", starting...)
 	if cfg.storage.Durable() {
 		p.logPositions(rt.log)
 	}

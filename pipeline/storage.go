@@ -72,18 +72,31 @@ type Storage interface {
 	// for the WatermarkStore option's (by default a new memory store per
 	// run).
 	Watermarks(pipeline string) (watermark.Store, error)
-	// JoinRun returns the identity of the run this process takes part in:
-	// every process running vertices of one pipeline run gets the same
-	// one, so that ends of stream and watermarks of an earlier run are
-	// told apart from this run's. Storage one process owns starts a new
-	// run every time; shared storage keeps the run until EndRun recorded
-	// the end of every sink replica.
-	JoinRun(pipeline string) (string, error)
+	// JoinRun returns the run this process takes part in: every process
+	// running vertices of one pipeline run gets the same one, so that ends
+	// of stream and watermarks of an earlier run are told apart from this
+	// run's. Storage one process owns starts a new run every time; shared
+	// storage keeps the run until EndRun recorded the end of every sink
+	// replica.
+	JoinRun(pipeline string) (Run, error)
 	// EndRun records that processor (a sink replica, "vertex/replica")
 	// ended run by its end of stream; all names every sink replica of the
 	// pipeline. Once every one of them ended, the next JoinRun starts a new
 	// run.
 	EndRun(pipeline, run, processor string, all []string) error
+}
+
+// Run is the run of a pipeline a process joined (Storage.JoinRun).
+type Run struct {
+	// ID identifies the run: end-of-stream messages, watermark processors
+	// and replica claims carry it.
+	ID string
+	// After is the run recorded before this one, when the join started a
+	// new run because every sink replica had ended that one; "" when the
+	// join found its run going on, or none recorded. A process restarted
+	// after its run ended joins the next run and waits for that run's
+	// upstream: the pipeline logs After so that its operator sees why.
+	After string
 }
 
 // BufferSpec is one buffer to open: the input of vertex Vertex of pipeline
@@ -147,7 +160,7 @@ func (memoryStorage) OpenBuffer(BufferSpec) (isb.Backend[[]byte], error) {
 func (memoryStorage) SourceState(string, string) (StateStore, error) { return nil, nil }
 func (memoryStorage) ReduceLog(string, string) (string, error)       { return "", nil }
 func (memoryStorage) Watermarks(string) (watermark.Store, error)     { return nil, nil }
-func (memoryStorage) JoinRun(string) (string, error)                 { return newRunID(), nil }
+func (memoryStorage) JoinRun(string) (Run, error)                    { return Run{ID: newRunID()}, nil }
 func (memoryStorage) EndRun(string, string, string, []string) error  { return nil }
 
 // newRunID is the identity of a run on storage one process owns: every Run
@@ -220,7 +233,7 @@ func (s *mmapStorage) ReduceLog(pipeline, vertex string) (string, error) {
 }
 
 func (s *mmapStorage) Watermarks(string) (watermark.Store, error)    { return nil, nil }
-func (s *mmapStorage) JoinRun(string) (string, error)                { return newRunID(), nil }
+func (s *mmapStorage) JoinRun(string) (Run, error)                   { return Run{ID: newRunID()}, nil }
 func (s *mmapStorage) EndRun(string, string, string, []string) error { return nil }
 
 // Defaults of buffers on mmap storage: segments small enough that a

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/runnel-dev/runnel/isb"
 	"github.com/runnel-dev/runnel/isb/isbtest"
 	"github.com/runnel-dev/runnel/vertex"
@@ -24,6 +27,7 @@ type sharedTestStorage struct {
 	stores map[string]*isbtest.SharedStore[[]byte]
 	wm     *watermark.MemStore
 	ended  []string
+	after  string // the Run.After JoinRun answers
 }
 
 func newSharedTestStorage() *sharedTestStorage {
@@ -47,7 +51,9 @@ func (s *sharedTestStorage) OpenBuffer(spec BufferSpec) (isb.Backend[[]byte], er
 func (s *sharedTestStorage) SourceState(string, string) (StateStore, error) { return nil, nil }
 func (s *sharedTestStorage) ReduceLog(string, string) (string, error)       { return "", nil }
 func (s *sharedTestStorage) Watermarks(string) (watermark.Store, error)     { return s.wm, nil }
-func (s *sharedTestStorage) JoinRun(string) (string, error)                 { return "run1", nil }
+func (s *sharedTestStorage) JoinRun(string) (Run, error) {
+	return Run{ID: "run1", After: s.after}, nil
+}
 
 func (s *sharedTestStorage) EndRun(_, run, processor string, all []string) error {
 	s.mu.Lock()
@@ -58,8 +64,8 @@ func (s *sharedTestStorage) EndRun(_, run, processor string, all []string) error
 
 // chain is the pipeline every "process" of the subset tests builds: a
 // slice source of n ints, a map with 2 replicas adding 1, a sink.
-func chain(st Storage, n int, sink *collector[int]) *Pipeline {
-	p := New("chain", WithStorage(st), DrainTimeout(time.Minute))
+func chain(st Storage, n int, sink *collector[int], opts ...Option) *Pipeline {
+	p := New("chain", append([]Option{WithStorage(st), DrainTimeout(time.Minute)}, opts...)...)
 	src := Source(p, "src", vertex.FromSlice(ints(n)), vertex.BatchSize(50))
 	plus := Map(p, "plus", src, func(_ context.Context, v int) (int, error) { return v + 1, nil },
 		vertex.Replicas(2), vertex.Partitions(2))
@@ -104,6 +110,35 @@ func TestSubsetsRunOnePipeline(t *testing.T) {
 	}
 	if !slices.Equal(st.ended, []string{"run1:sink/0"}) {
 		t.Errorf("ended = %v, want [run1:sink/0]", st.ended)
+	}
+}
+
+// A process whose join started a new run logs the run it came after, the
+// reason a process restarted after its run ended waits for new upstream
+// data; one that joined a run going on logs no such field.
+func TestRunLogsTheRunANewRunCameAfter(t *testing.T) {
+	for _, after := range []string{"run0", ""} {
+		st := newSharedTestStorage()
+		st.after = after
+		core, logs := observer.New(zap.InfoLevel)
+		p := chain(st, 10, newCollector[int](), WithLogger(zap.New(core)))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := p.Run(ctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		starting := logs.FilterMessage("pipeline starting").All()
+		if len(starting) != 1 {
+			t.Fatalf("%d \"pipeline starting\" lines, want 1", len(starting))
+		}
+		fields := starting[0].ContextMap()
+		if fields["run"] != "run1" {
+			t.Errorf("run = %v, want run1", fields["run"])
+		}
+		if got, ok := fields["after run"]; after != "" && got != after || after == "" && ok {
+			t.Errorf("with Run.After %q: \"after run\" = %v (logged: %v)", after, got, ok)
+		}
 	}
 }
 

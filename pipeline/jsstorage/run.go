@@ -12,6 +12,8 @@ import (
 	"time"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnel-dev/runnel/pipeline"
 )
 
 // The run record: key "run" of the state bucket, as JSON
@@ -59,19 +61,23 @@ const maxCASAttempts = 64
 var ErrRunConflict = errors.New("jsstorage: the run record kept changing")
 
 // JoinRun returns the run of pipeline p: the recorded one while some sink
-// replica of it has not ended, else a new one it records.
-func (s *Storage) JoinRun(p string) (string, error) {
-	var id string
+// replica of it has not ended, else a new one it records (with After the
+// run it replaced).
+func (s *Storage) JoinRun(p string) (pipeline.Run, error) {
+	var run pipeline.Run
 	err := s.casRun(p, "join", func(rec *runRecord, live bool) (bool, error) {
 		if live && !rec.complete() {
-			id = rec.ID
+			run = pipeline.Run{ID: rec.ID}
 			return false, nil
 		}
-		*rec = runRecord{ID: newRunID(), Ended: []string{}}
-		id = rec.ID
+		run = pipeline.Run{ID: newRunID()}
+		if live {
+			run.After = rec.ID
+		}
+		*rec = runRecord{ID: run.ID, Ended: []string{}}
 		return true, nil
 	})
-	return id, err
+	return run, err
 }
 
 // EndRun records that processor ended run, and all the sink replicas of

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/runnel-dev/runnel/internal/natstest"
+	"github.com/runnel-dev/runnel/pipeline"
 	"github.com/runnel-dev/runnel/pipeline/jsstorage"
 )
 
@@ -16,21 +17,25 @@ func TestJoinRunKeepsTheRunUntilEverySinkEnded(t *testing.T) {
 	srv := natstest.Start(t)
 	a, b := newStorage(t, srv), newStorage(t, srv)
 	all := []string{"out/0", "out/1", "late/0"}
-	first, err := a.JoinRun("orders")
+	joined, err := a.JoinRun("orders")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if joined.After != "" {
+		t.Fatalf("the first JoinRun = %+v; want no run before it", joined)
+	}
+	first := joined.ID
 	join := func(want string) {
 		t.Helper()
-		for _, st := range []interface{ JoinRun(string) (string, error) }{a, b} {
-			if got, err := st.JoinRun("orders"); err != nil || got != want {
-				t.Fatalf("JoinRun = %q, %v; want %q", got, err, want)
+		for _, st := range []*jsstorage.Storage{a, b} {
+			if got, err := st.JoinRun("orders"); err != nil || got != (pipeline.Run{ID: want}) {
+				t.Fatalf("JoinRun = %+v, %v; want run %q going on", got, err, want)
 			}
 		}
 	}
 	join(first)
-	if other, err := a.JoinRun("payments"); err != nil || other == first {
-		t.Fatalf("JoinRun of another pipeline = %q, %v; want a run of its own", other, err)
+	if other, err := a.JoinRun("payments"); err != nil || other.ID == first || other.After != "" {
+		t.Fatalf("JoinRun of another pipeline = %+v, %v; want a first run of its own", other, err)
 	}
 	for i, proc := range all[:2] {
 		if err := []interface {
@@ -48,10 +53,11 @@ func TestJoinRunKeepsTheRunUntilEverySinkEnded(t *testing.T) {
 	if err := b.EndRun("orders", first, all[2], all); err != nil {
 		t.Fatal(err)
 	}
-	second, err := b.JoinRun("orders")
-	if err != nil || second == first {
-		t.Fatalf("JoinRun after every sink ended = %q, %v; want a new run (the first was %q)", second, err, first)
+	joined, err = b.JoinRun("orders")
+	if err != nil || joined.ID == first || joined.After != first {
+		t.Fatalf("JoinRun after every sink ended = %+v, %v; want a new run after %q", joined, err, first)
 	}
+	second := joined.ID
 	join(second)
 	// A late end of the first run does not touch the second.
 	if err := a.EndRun("orders", first, all[0], all); err != nil {
@@ -66,10 +72,7 @@ func TestJoinRunKeepsTheRunUntilEverySinkEnded(t *testing.T) {
 func TestJoinRunConcurrent(t *testing.T) {
 	srv := natstest.Start(t)
 	const n = 8
-	var stores [n]interface {
-		JoinRun(string) (string, error)
-		EndRun(string, string, string, []string) error
-	}
+	var stores [n]*jsstorage.Storage
 	for i := range stores {
 		// A bound for a loaded machine: under -race beside other
 		// packages, 8 first joins at once (the state bucket created by
@@ -77,10 +80,10 @@ func TestJoinRunConcurrent(t *testing.T) {
 		// once. What the test checks, one run id shared, is unchanged.
 		stores[i] = newStorage(t, srv, jsstorage.RequestTimeout(30*time.Second))
 	}
-	joinAll := func() string {
+	joinAll := func() []pipeline.Run {
 		t.Helper()
 		var wg sync.WaitGroup
-		ids, errs := make([]string, n), make([]error, n)
+		ids, errs := make([]pipeline.Run, n), make([]error, n)
 		for i := range n {
 			wg.Go(func() { ids[i], errs[i] = stores[i].JoinRun("race") })
 		}
@@ -89,15 +92,27 @@ func TestJoinRunConcurrent(t *testing.T) {
 			if errs[i] != nil {
 				t.Fatalf("process %d: %v", i, errs[i])
 			}
-			if ids[i] != ids[0] {
-				t.Fatalf("process %d joined %q, process 0 %q", i, ids[i], ids[0])
+			if ids[i].ID != ids[0].ID {
+				t.Fatalf("process %d joined %q, process 0 %q", i, ids[i].ID, ids[0].ID)
 			}
 		}
-		return ids[0]
+		return ids
 	}
 	var runs []string
 	for round := range 5 {
-		id := joinAll()
+		joined := joinAll()
+		id := joined[0].ID
+		// The one join that wrote the new run says which run it replaced;
+		// the joins that found it recorded found it going on.
+		var after []string
+		for _, r := range joined {
+			if r.After != "" {
+				after = append(after, r.After)
+			}
+		}
+		if round > 0 && (len(after) != 1 || after[0] != runs[round-1]) || round == 0 && len(after) != 0 {
+			t.Fatalf("round %d: the joins said they came after %q; want %d saying the previous run", round, after, min(round, 1))
+		}
 		for _, old := range runs {
 			if id == old {
 				t.Fatalf("round %d joined %q, a run that ended", round, id)
