@@ -1,6 +1,12 @@
 package natsmsg
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/runnel-dev/runnel/vertex"
+)
 
 // SubjectProblem says what is wrong with subject as a NATS subject, ""
 // when nothing is: empty, white space or an empty token, or, unless
@@ -30,4 +36,26 @@ func SubjectProblem(subject string, wildcards bool) string {
 			return ""
 		}
 	}
+}
+
+// CheckSink checks the fields the NATS and the JetStream sink share: a
+// connection, and one of Subject and SubjectOf, a Subject a publish can
+// use. The error is a *vertex.OptionError of package pkg naming the field.
+func CheckSink(pkg string, conn *nats.Conn, subject string, subjectOf bool) error {
+	fail := func(option string, value any, reason string) error {
+		return &vertex.OptionError{Package: pkg, Option: option, Value: value, Reason: reason}
+	}
+	switch {
+	case conn == nil:
+		return fail("Conn", conn, "needs a connection")
+	case subject != "" && subjectOf:
+		return fail("SubjectOf", "func", "must not be set with Subject: one or the other")
+	case subject == "" && !subjectOf:
+		return fail("Subject", subject, "needs a subject, or SubjectOf")
+	case subject != "":
+		if p := SubjectProblem(subject, false); p != "" {
+			return fail("Subject", subject, p)
+		}
+	}
+	return nil
 }

@@ -191,23 +191,14 @@ type sinkConfig struct {
 // validate checks c and fills in its defaults; an invalid field is an
 // *OptionError naming it.
 func (c SinkConfig) validate() (sinkConfig, error) {
-	if c.Conn == nil {
-		return sinkConfig{}, optionError("Conn", c.Conn, "needs a connection")
+	if err := natsmsg.CheckSink("jetstream", c.Conn, c.Subject, c.SubjectOf != nil); err != nil {
+		return sinkConfig{}, err
 	}
 	switch {
-	case c.Subject != "" && c.SubjectOf != nil:
-		return sinkConfig{}, optionError("SubjectOf", "func", "must not be set with Subject: one or the other")
-	case c.Subject == "" && c.SubjectOf == nil:
-		return sinkConfig{}, optionError("Subject", c.Subject, "needs a subject, or SubjectOf")
 	case c.AckTimeout < 0:
 		return sinkConfig{}, optionError("AckTimeout", c.AckTimeout, "must not be negative")
 	case c.MaxPending < 0:
 		return sinkConfig{}, optionError("MaxPending", c.MaxPending, "must not be negative")
-	}
-	if c.Subject != "" {
-		if p := natsmsg.SubjectProblem(c.Subject, false); p != "" {
-			return sinkConfig{}, optionError("Subject", c.Subject, p)
-		}
 	}
 	if c.AckTimeout == 0 {
 		c.AckTimeout = 10 * time.Second

@@ -106,21 +106,11 @@ type sinkConfig struct {
 // validate checks c and fills in its defaults; an invalid field is an
 // *OptionError naming it.
 func (c SinkConfig) validate() (sinkConfig, error) {
-	if c.Conn == nil {
-		return sinkConfig{}, optionError("Conn", c.Conn, "needs a connection")
+	if err := natsmsg.CheckSink("nats", c.Conn, c.Subject, c.SubjectOf != nil); err != nil {
+		return sinkConfig{}, err
 	}
-	switch {
-	case c.Subject != "" && c.SubjectOf != nil:
-		return sinkConfig{}, optionError("SubjectOf", "func", "must not be set with Subject: one or the other")
-	case c.Subject == "" && c.SubjectOf == nil:
-		return sinkConfig{}, optionError("Subject", c.Subject, "needs a subject, or SubjectOf")
-	case c.FlushTimeout < 0:
+	if c.FlushTimeout < 0 {
 		return sinkConfig{}, optionError("FlushTimeout", c.FlushTimeout, "must not be negative")
-	}
-	if c.Subject != "" {
-		if p := natsmsg.SubjectProblem(c.Subject, false); p != "" {
-			return sinkConfig{}, optionError("Subject", c.Subject, p)
-		}
 	}
 	if c.FlushTimeout == 0 {
 		c.FlushTimeout = 5 * time.Second
