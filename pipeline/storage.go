@@ -88,8 +88,8 @@ type Storage interface {
 
 // Run is the run of a pipeline a process joined (Storage.JoinRun).
 type Run struct {
-	// ID identifies the run: end-of-stream messages, watermark processors
-	// and replica claims carry it.
+	// ID identifies the run: end-of-stream messages and the names of
+	// watermark processors carry it.
 	ID string
 	// After is the run recorded before this one, when the join started a
 	// new run because every sink replica had ended that one; "" when the
