@@ -54,11 +54,8 @@ func (r *reader[T]) seedEnds(ended func(partition int) map[string]int64) {
 		}
 		r.endsState.starts[p] = start
 		r.endsState.known[p] = map[string]struct{}{}
-		for proc, off := range ended(p) {
-			if off < start {
-				r.endsState.known[p][proc] = struct{}{}
-				r.observeEnd(p, proc, Final)
-			}
+		for _, proc := range r.endsState.learn(p, ended) {
+			r.observeEnd(p, proc, Final)
 		}
 	}
 	r.endsState.watch = !r.ended() && len(r.endsState.starts) > 0
@@ -82,16 +79,13 @@ func (r *reader[T]) endsLoop(ctx context.Context, ended func(partition int) map[
 		}
 		var found []foundEnd
 		complete := true
-		for p, start := range r.endsState.starts {
+		for p := range r.endsState.starts {
 			known := r.endsState.known[p]
 			if len(known) >= r.ends.writers {
 				continue
 			}
-			for proc, off := range ended(p) {
-				if _, ok := known[proc]; !ok && off < start {
-					known[proc] = struct{}{}
-					found = append(found, foundEnd{partition: p, processor: proc})
-				}
+			for _, proc := range r.endsState.learn(p, ended) {
+				found = append(found, foundEnd{partition: p, processor: proc})
 			}
 			complete = complete && len(known) >= r.ends.writers
 		}
@@ -107,6 +101,19 @@ func (r *reader[T]) endsLoop(ctx context.Context, ended func(partition int) map[
 			return
 		}
 	}
+}
+
+// learn returns the processors ended reports ended on partition p below
+// where p started that known does not hold yet, and adds them to it.
+func (s *endsState) learn(p int, ended func(partition int) map[string]int64) []string {
+	var out []string
+	for proc, off := range ended(p) {
+		if _, ok := s.known[p][proc]; !ok && off < s.starts[p] {
+			s.known[p][proc] = struct{}{}
+			out = append(out, proc)
+		}
+	}
+	return out
 }
 
 // pullContext is the context of the reader's next Pull, derived from ctx:

@@ -199,10 +199,10 @@ func (p *Pipeline) Run(ctx context.Context, opts ...RunOption) error {
 	// in durable buffers do not end this run's readers (forwarder.Config.Run);
 	// every process of a run on shared storage gets the same one.
 	joined, err := cfg.storage.JoinRun(p.name)
-	run := joined.ID
 	if err != nil {
 		return fmt.Errorf("pipeline %q: join the run on %s: %w", p.name, cfg.storage, err)
 	}
+	run := joined.ID
 	if err := p.open(&cfg); err != nil {
 		return err
 	}
