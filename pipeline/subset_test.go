@@ -62,6 +62,14 @@ func (s *sharedTestStorage) EndRun(_, run, processor string, all []string) error
 	return nil
 }
 
+// endedRuns returns the ends EndRun recorded ("run:processor"), read
+// under the lock: a sink process may end its run while a test reads.
+func (s *sharedTestStorage) endedRuns() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.ended)
+}
+
 // chain is the pipeline every "process" of the subset tests builds: a
 // slice source of n ints, a map with 2 replicas adding 1, a sink.
 func chain(st Storage, n int, sink *collector[int], opts ...Option) *Pipeline {
@@ -108,8 +116,8 @@ func TestSubsetsRunOnePipeline(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("sink got %d values (%v...), want 1..%d once each", len(got), got[:min(5, len(got))], n)
 	}
-	if !slices.Equal(st.ended, []string{"run1:sink/0"}) {
-		t.Errorf("ended = %v, want [run1:sink/0]", st.ended)
+	if ended := st.endedRuns(); !slices.Equal(ended, []string{"run1:sink/0"}) {
+		t.Errorf("ended = %v, want [run1:sink/0]", ended)
 	}
 }
 
@@ -167,8 +175,8 @@ func TestSubsetStopsWithoutEnding(t *testing.T) {
 		t.Fatalf("stopped map process: Run = %v, want nil", err)
 	}
 	// Nothing ended: the sink's process is still running.
-	if len(st.ended) != 0 {
-		t.Fatalf("a stopped process ended the run: %v", st.ended)
+	if ended := st.endedRuns(); len(ended) != 0 {
+		t.Fatalf("a stopped process ended the run: %v", ended)
 	}
 	if err := chain(st, n, sink).Run(ctx, Replicas("plus", 0)); err != nil {
 		t.Fatalf("restarted map process: %v", err)
