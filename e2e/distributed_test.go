@@ -292,16 +292,13 @@ func (d *distRun) terminate(role, other string) {
 	}
 }
 
-// waitMidRun waits until the sink has written at least n results, and
-// fails the test unless the source still runs then: what comes next
+// midRun fails the test unless the source still runs: what comes next
 // (doing) must come mid-run.
-func (d *distRun) waitMidRun(n int, doing string) {
+func (d *distRun) midRun(doing string) {
 	d.t.Helper()
-	if !d.waitResults(n, 2*time.Minute) {
-		d.t.Fatalf("%s: the sink did not reach %d results", doing, n)
-	}
 	if st := d.procsNow()["src"].State(); st != nil {
-		d.t.Fatalf("%s: the source ended (%v) before the sink reached %d results: the stop would not be mid-run", doing, st, n)
+		d.t.Fatalf("%s: the source ended (%v) already: the stop would not be mid-run; results so far %d",
+			doing, st, len(readLines(d.t, filepath.Join(d.dir, "results.txt"))))
 	}
 }
 
@@ -477,35 +474,44 @@ func TestDistributedPipeline(t *testing.T) {
 }
 
 // Stopping the process of map replica 0 gracefully (SIGTERM) and starting
-// it again, then killing the process of map replica 0 or 1 (SIGKILL) and
+// it again, then killing the process of map replica 1 or 0 (SIGKILL) and
 // starting it again, 6 times in one run: nothing lost, results exact.
 //
-// Every stop comes while the source runs (paced: 30 s of events), each
-// once the sink has 5% more of the results: a map stopped after the source
+// Every stop comes while the source runs: a map stopped after the source
 // ended may have ended its part already, and the reduce and sink then
 // theirs, which ends the run before the map's restart joins it; the
 // restart joins the next run and waits for a source that the test never
-// starts again (jsstorage.JoinRun). The reduce lags the source most under
-// -race: by 30% of the results in one run that waited for 70%.
+// starts again (jsstorage.JoinRun). So the stops are paced by the
+// restarts, not by the results, which lag the source most under -race:
+// the source had ended before the sink had 35% of the results in one CI
+// run. The stops begin at the first result and take turns between the two
+// replicas, each started again before the other is stopped (a restart
+// waits out the killed process's claim, distClaimTTL), well within the
+// source's 48 s of events.
 func TestDistributedKillMap(t *testing.T) {
-	const n = 30_000
-	d := newDistRun(t, n, 1000)
+	const n = 24_000
+	d := newDistRun(t, n, 500)
+	began := time.Now()
 	for _, r := range distRoles {
 		d.start(r)
 	}
-	per := int(n/100*distKeys) / 20
+	if !d.waitResults(1, 2*time.Minute) {
+		t.Fatal("the sink wrote no result")
+	}
 	// A graceful stop of one map process drains it, and it exits 0 while
 	// the others run on: the reduce cannot end without that replica's end
 	// of stream, which a stop does not write. Started again, it goes on.
-	d.waitMidRun(per, "the graceful stop")
+	d.midRun("the graceful stop")
 	d.terminate(distRoles[1], distRoles[0])
 	d.start(distRoles[1])
 	for i := range 6 {
-		d.waitMidRun((i+2)*per, fmt.Sprintf("kill %d", i))
-		role := distRoles[1+i%2]
+		d.midRun(fmt.Sprintf("kill %d", i))
+		role := distRoles[2-i%2]
 		d.kill(role)
 		d.start(role)
 	}
+	t.Logf("the 7 stops ended %v after the start, with %d results", time.Since(began).Round(time.Millisecond),
+		len(readLines(t, filepath.Join(d.dir, "results.txt"))))
 	d.wait(3 * time.Minute)
 	t.Logf("%d results written twice after 6 kills and a graceful stop", d.check())
 }
